@@ -1,0 +1,1 @@
+"""Grading tooling of TF Performance Lab around nbgrader (see ``tfperf-lab --help``)."""

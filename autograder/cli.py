@@ -1,0 +1,116 @@
+"""``tfperf-lab``: release the lessons, check one notebook, grade a class, run the course report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+
+from . import course
+
+
+def cmd_release(args) -> int:
+    """Regenerate ``lessons/`` (or ``--into``) from ``solutions/`` with nbgrader generate_assignment."""
+    chosen = [course.lesson(i) for i in args.lessons] if args.lessons else course.lessons()
+    target = pathlib.Path(args.into).resolve() if args.into else course.LESSONS
+    with tempfile.TemporaryDirectory(prefix="tfperf-release-") as work:
+        for lesson in chosen:
+            done = course.nbgrader(["generate_assignment", lesson.id, "--force"], work=pathlib.Path(work), release=target)
+            if done.returncode != 0:
+                print(done.output[-3000:], file=sys.stderr)
+                print(f"release of {lesson.id} failed", file=sys.stderr)
+                return 1
+            print(f"released {lesson.id} -> {target / lesson.id}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    """Grade your own copy of a lesson: points per exercise, measured speedups, feedback."""
+    from . import grading
+
+    notebook = pathlib.Path(args.notebook)
+    if not notebook.is_file():
+        print(f"no such notebook: {notebook}", file=sys.stderr)
+        return 2
+    result = grading.check(notebook.resolve(), lesson_id=args.lesson, feedback_to=pathlib.Path(args.feedback) if args.feedback else None,
+                           timeout=args.timeout)
+    print("\n".join(result.lines()))
+    return 1 if result.error else 0
+
+
+def cmd_grade(args) -> int:
+    """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
+    from . import grading
+
+    work = pathlib.Path(args.work).resolve()
+    results = grading.grade(pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
+                            timeout=args.timeout)
+    for result in results:
+        print("\n".join(result.lines()))
+    print(f"grades: {pathlib.Path(args.csv) if args.csv else work / 'grades.csv'}; feedback: {work / 'feedback'}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    """The main job: run every lesson's reference solution here and write the course report."""
+    from . import report
+
+    os.environ["TFPERF_PROFILE"] = args.profile
+    path, clean = report.run(args.lessons or None, out=pathlib.Path(args.out))
+    print(path.read_text(encoding="utf-8"))
+    print(f"report: {path}  plot: {path.with_suffix('.png')}")
+    return 0 if clean else 1
+
+
+def cmd_lint(args) -> int:
+    """Check every source and student notebook against the course's notebook rules."""
+    from . import lint
+
+    paths = [p for lesson in course.lessons() for p in (lesson.source, lesson.release) if p.exists()]
+    problems = [problem for path in paths for problem in lint.lint(path)]
+    print("\n".join(problems) or f"{len(paths)} notebooks: no problems")
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    release = sub.add_parser("release", help=cmd_release.__doc__)
+    release.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    release.add_argument("--into", help="release folder (default: lessons/)")
+    release.set_defaults(func=cmd_release)
+
+    check = sub.add_parser("check", help=cmd_check.__doc__)
+    check.add_argument("notebook", help="your notebook, e.g. lessons/01_callable_handles/01_callable_handles.ipynb")
+    check.add_argument("--lesson", help="lesson id, if the notebook's name and metadata do not say")
+    check.add_argument("--feedback", help="where to write the HTML feedback (default: beside the notebook)")
+    check.add_argument("--timeout", type=float, help="seconds the whole notebook may take (default: 3x its grading budget)")
+    check.set_defaults(func=cmd_check)
+
+    grade = sub.add_parser("grade", help=cmd_grade.__doc__)
+    grade.add_argument("folder", help="FOLDER/<student>/<lesson>.ipynb")
+    grade.add_argument("--work", default=str(course.WORK), help="work folder for gradebook, autograded copies, feedback")
+    grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
+    grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
+    grade.set_defaults(func=cmd_grade)
+
+    run = sub.add_parser("run", help=cmd_run.__doc__)
+    run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    run.add_argument("--profile", choices=["reduced", "full"], default="reduced",
+                     help="reduced: grading-size workloads (default); full: the learner's sizes")
+    run.add_argument("--out", default="report", help="folder for course-report.md and course-report.png")
+    run.set_defaults(func=cmd_run)
+
+    lint = sub.add_parser("lint", help=cmd_lint.__doc__)
+    lint.set_defaults(func=cmd_lint)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

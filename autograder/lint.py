@@ -1,0 +1,123 @@
+"""Rules every lesson notebook follows; each rule returns a list of problems (empty when fine).
+
+Used by the test suite on every source and student notebook, and by ``tfperf-lab lint``.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+from . import course
+
+GRADE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+REQUIRED_META = ("lesson", "title", "technique", "article", "measures", "claim", "minutes")
+
+
+def _nbgrader(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _visible_source(source: str) -> str:
+    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
+
+
+def no_outputs(nb: dict) -> list[str]:
+    return [f"cell {i} ({c.get('id')}) has outputs or an execution count: strip it before committing"
+            for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+
+
+def grade_metadata(nb: dict) -> list[str]:
+    problems, seen = [], set()
+    for i, cell in enumerate(nb["cells"]):
+        meta = _nbgrader(cell)
+        if not meta:
+            continue
+        where = f"cell {i} ({meta.get('grade_id')})"
+        if meta.get("schema_version") != 3:
+            problems.append(f"{where}: nbgrader schema_version must be 3")
+        grade_id = meta.get("grade_id", "")
+        if not GRADE_ID.match(grade_id):
+            problems.append(f"{where}: grade_id {grade_id!r} must match {GRADE_ID.pattern}")
+        if grade_id in seen:
+            problems.append(f"{where}: grade_id {grade_id!r} is used twice")
+        seen.add(grade_id)
+        if cell.get("id") != grade_id:
+            problems.append(f"{where}: the cell id should equal the grade_id so cells can be matched if metadata is lost")
+        if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
+            problems.append(f"{where}: a graded cell needs points > 0")
+        if meta.get("grade") and cell["cell_type"] == "markdown" and not meta.get("solution"):
+            problems.append(f"{where}: a graded markdown cell must also be a solution cell")
+    return problems
+
+
+def _parse(source: str) -> list:
+    try:
+        return ast.parse(source).body
+    except SyntaxError:
+        return []
+
+
+def _value_expression(statement) -> bool:
+    """An expression statement that may display a value (tfperf's assert_* helpers return None)."""
+    if not isinstance(statement, ast.Expr) or isinstance(statement.value, ast.Constant):
+        return False
+    call = statement.value
+    name = getattr(getattr(call, "func", None), "attr", None) or getattr(getattr(call, "func", None), "id", None)
+    return not (isinstance(call, ast.Call) and name and name.startswith("assert_"))
+
+
+def test_cells(nb: dict) -> list[str]:
+    """Test cells end in a statement, open with a docstring and keep a visible assert."""
+    problems = []
+    for i, cell in enumerate(nb["cells"]):
+        meta = _nbgrader(cell)
+        if cell["cell_type"] != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        where = f"test cell {i} ({meta.get('grade_id')})"
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        try:
+            body = ast.parse(source).body
+        except SyntaxError as error:
+            problems.append(f"{where}: syntax error {error}")
+            continue
+        if not body or not (isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
+                            and str(body[0].value.value).startswith("Check that")):
+            problems.append(f"{where}: should open with a \"Check that ...\" docstring")
+        visible = _visible_source(source)
+        for version, tree in (("", body), (" (student version)", _parse(visible))):
+            if tree and _value_expression(tree[-1]):
+                problems.append(f"{where}{version}: ends in an expression, whose value nbgrader would take as the score")
+        if not re.search(r"\bassert\b|tfperf\.assert_", visible):
+            problems.append(f"{where}: has no visible assert")
+    return problems
+
+
+def structure(nb: dict) -> list[str]:
+    """One H1, an Overview before any code, a Setup section, and the tfperf metadata."""
+    problems = []
+    markdown = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"] if c["cell_type"] == "markdown"]
+    h1 = [line for text in markdown for line in text.splitlines() if line.startswith("# ")]
+    if len(h1) != 1:
+        problems.append(f"needs exactly one H1 title; found {len(h1)}")
+    first_code = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"), len(nb["cells"]))
+    before = " ".join("".join(c["source"]) for c in nb["cells"][:first_code] if c["cell_type"] == "markdown")
+    if "## Overview" not in before:
+        problems.append("needs an '## Overview' section before the first code cell")
+    if not any(text.lstrip().startswith("## Setup") for text in markdown):
+        problems.append("needs a '## Setup' section")
+    meta = nb.get("metadata", {}).get("tfperf", {})
+    missing = [key for key in REQUIRED_META if key not in meta]
+    if missing:
+        problems.append(f"metadata.tfperf lacks {missing}")
+    return problems
+
+
+RULES = (no_outputs, grade_metadata, test_cells, structure)
+
+
+def lint(path: pathlib.Path) -> list[str]:
+    """Every problem of one notebook, each prefixed with its path."""
+    nb = course.read_notebook(path)
+    return [f"{path}: {problem}" for rule in RULES for problem in rule(nb)]

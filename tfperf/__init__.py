@@ -1,0 +1,33 @@
+"""tfperf: the helpers every TF Performance Lab lesson imports.
+
+One module per concern: `env` (setup, profile, fingerprint), `timing` (the harness), `data`
+(MNIST that works offline), `plots`, `checks` (assertions for exercise tests) and `report`
+(measurement records). Importing the package does not import TensorFlow.
+"""
+
+from . import checks, data, env, plots, report, timing
+from .checks import assert_close, assert_raises, assert_speedup, count_calls
+from .data import load_mnist
+from .report import record
+from .timing import Comparison, TimingResult, compare, measure
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Comparison",
+    "TimingResult",
+    "assert_close",
+    "assert_raises",
+    "assert_speedup",
+    "checks",
+    "compare",
+    "count_calls",
+    "data",
+    "env",
+    "load_mnist",
+    "measure",
+    "plots",
+    "record",
+    "report",
+    "timing",
+]

@@ -1,0 +1,127 @@
+"""Assertion helpers for the exercise tests in lesson notebooks.
+
+Each helper fails with a message a learner can act on: what was expected, what was received, and
+which lesson section to reread. Speed is only ever checked through `assert_speedup`, which uses
+the one harness in `tfperf.timing` and records what it measured (see `tfperf.report`).
+Introduced in lesson 01.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import re
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import report, timing
+
+__all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls"]
+
+
+def _hint(hint: str) -> str:
+    return f" Hint: {hint}" if hint else ""
+
+
+def assert_close(actual: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6, what: str = "result", hint: str = "") -> None:
+    """Check that ``actual`` equals ``expected`` element-wise within float32-aware tolerance.
+
+    Lists and tuples are compared item by item, so their lengths must agree.
+
+    Raises:
+        AssertionError: naming ``what``, the shapes or the largest difference, and the hint.
+    """
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            got = f"{type(actual).__name__} of length {len(actual)}" if isinstance(actual, (list, tuple)) else type(actual).__name__
+            raise AssertionError(f"{what}: expected a list of {len(expected)} values, got {got}.{_hint(hint)}")
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            assert_close(a, e, rtol=rtol, atol=atol, what=f"{what}[{index}]", hint=hint)
+        return
+    actual_array, expected_array = np.asarray(actual), np.asarray(expected)
+    if actual_array.shape != expected_array.shape:
+        raise AssertionError(f"{what}: expected shape {expected_array.shape}, got {actual_array.shape}.{_hint(hint)}")
+    if not np.allclose(actual_array, expected_array, rtol=rtol, atol=atol, equal_nan=True):
+        worst = np.max(np.abs(actual_array.astype(float) - expected_array.astype(float)))
+        raise AssertionError(
+            f"{what}: values differ from the expected ones by up to {worst:.3g} "
+            f"(expected {np.array2string(expected_array.ravel()[:4])}..., got {np.array2string(actual_array.ravel()[:4])}...).{_hint(hint)}"
+        )
+
+
+def assert_raises(error: type[BaseException] | tuple, fn: Callable, *args, match: str | None = None, hint: str = "", **kwargs) -> None:
+    """Check that ``fn(*args, **kwargs)`` raises ``error`` (with a message matching ``match``).
+
+    Like every ``assert_*`` helper it returns None, so it can end a test cell.
+    """
+    name = getattr(error, "__name__", None) or " or ".join(e.__name__ for e in error)
+    try:
+        fn(*args, **kwargs)
+    except error as raised:
+        if match is not None and not re.search(match, str(raised)):
+            raise AssertionError(f"expected a {name} whose message mentions {match!r}; got: {raised}.{_hint(hint)}") from None
+        return
+    except Exception as other:  # noqa: BLE001  (report the wrong exception clearly)
+        raise AssertionError(f"expected {name}, got {type(other).__name__}: {other}.{_hint(hint)}") from None
+    raise AssertionError(f"expected {name}, but nothing was raised.{_hint(hint)}")
+
+
+@dataclasses.dataclass
+class CallCount:
+    """How many times a patched attribute was called (see `count_calls`)."""
+
+    name: str
+    count: int = 0
+
+
+@contextlib.contextmanager
+def count_calls(owner: Any, name: str) -> Iterator[CallCount]:
+    """Count calls of ``owner.name`` inside the block, calling through; restored afterwards.
+
+    Example:
+        >>> with count_calls(sess, "run") as runs:
+        ...     handle({x: v})
+        >>> runs.count
+        0
+    """
+    original = getattr(owner, name)
+    had_own = name in getattr(owner, "__dict__", {})
+    counter = CallCount(name)
+
+    @functools.wraps(original)
+    def counting(*args, **kwargs):
+        counter.count += 1
+        return original(*args, **kwargs)
+
+    setattr(owner, name, counting)
+    try:
+        yield counter
+    finally:
+        if had_own:
+            setattr(owner, name, original)
+        else:  # it came from the class: drop the instance attribute again
+            delattr(owner, name)
+
+
+def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, labels: tuple[str, str] = ("baseline", "your version"),
+                   inputs: Sequence | None = None, name: str | None = None, hint: str = "", **options) -> None:
+    """Check that ``candidate`` is at least ``at_least`` times faster than ``baseline``.
+
+    Measured with `tfperf.timing.compare` (paired, interleaved, after warm-up); passes when the
+    confidence interval's lower bound clears ``at_least``. Prints the one-line summary and records
+    the measurement under ``name`` for the grading report. Returns None, so it can end a test cell.
+
+    Raises:
+        AssertionError: with the measured speedup and its interval.
+    """
+    result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
+    print(result.summary())
+    report.record(name or labels[1], result)
+    if not result.passed:
+        low, high = result.ci
+        raise AssertionError(
+            f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
+            f"({result.confidence:.0%} CI {low:.2f}-{high:.2f}x over {result.rounds} rounds).{_hint(hint)}"
+        )

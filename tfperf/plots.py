@@ -1,0 +1,123 @@
+"""Figures built from measurement results: speedup bars, one comparison, latency per step.
+
+Each function takes results and an optional Axes, draws on it, and returns it; none changes global
+style. Figures always come from the learner's own run. Introduced in lesson 01.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .timing import Comparison, _pick_unit
+
+__all__ = ["comparison", "speedup_vs_time", "speedups", "step_latency"]
+
+
+def _axes(ax, size=(6.0, 3.2)):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=size, layout="constrained")[1]
+
+
+def _as_row(item) -> tuple[str, float, float, float, float | None]:
+    """(label, speedup, ci low, ci high, claim) from a Comparison or a record dict."""
+    if isinstance(item, Comparison):
+        return f"{item.candidate.label} vs {item.baseline.label}", item.speedup, *item.ci, None
+    label = item.get("label") or f"{item['candidate']['label']} vs {item['baseline']['label']}"
+    return label, item["speedup"], item["ci"][0], item["ci"][1], item.get("claim_value")
+
+
+def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float | None = None, title: str | None = None):
+    """Horizontal bars of speedups with their confidence intervals.
+
+    Args:
+        results: `Comparison` objects or record dicts (see `tfperf.report`).
+        log: Log-scale x axis (speedups from 0.9x to 20x on one figure).
+        threshold: Draw the pass line of a graded check.
+    """
+    rows = [_as_row(item) for item in results]
+    ax = _axes(ax, size=(7.0, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))
+    values = np.array([r[1] for r in rows])
+    errors = np.array([[r[1] - r[2] for r in rows], [r[3] - r[1] for r in rows]]).clip(min=0)
+    colors = ["tab:green" if v > 1 else "tab:gray" for v in values]
+    ax.barh(y, values, xerr=errors, color=colors, capsize=3, left=0 if not log else None)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    if threshold is not None:
+        ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1, label=f"threshold {threshold:g}x")
+        ax.legend(loc="lower right")
+    if log:
+        ax.set_xscale("log")
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup (x, higher is better)")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def comparison(result: Comparison, *, ax=None):
+    """Per-round speedups of one comparison, with the median, its interval and any threshold."""
+    ax = _axes(ax)
+    rounds = np.arange(1, result.rounds + 1)
+    ax.plot(rounds, result.ratios, "o", color="tab:blue", alpha=0.7, label="round")
+    ax.axhline(result.speedup, color="tab:blue", label=f"median {result.speedup:.2f}x")
+    ax.axhspan(*result.ci, color="tab:blue", alpha=0.15, label=f"{result.confidence:.0%} CI")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    if result.threshold is not None:
+        ax.axhline(result.threshold, color="tab:red", linestyle="--", label=f"threshold {result.threshold:g}x")
+    ax.set_xlabel("round")
+    ax.set_ylabel(f"{result.baseline.label} / {result.candidate.label}")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def step_latency(series: Mapping[str, Sequence[float]], *, x: Mapping[str, Sequence[float]] | None = None,
+                 ax=None, xlabel: str = "step", log: bool = False):
+    """Seconds per step (or per item) for one or more named series, in one shared unit.
+
+    Args:
+        series: Label -> seconds per step.
+        x: Label -> x values (default: 0, 1, 2, ...), e.g. the op count of a growing graph.
+        log: Log-scale y axis.
+    """
+    ax = _axes(ax)
+    scale, unit = _pick_unit(float(np.median(np.concatenate([np.asarray(v, float) for v in series.values()]))))
+    for label, values in series.items():
+        xs = x[label] if x is not None else np.arange(len(values))
+        ax.plot(xs, np.asarray(values, float) / scale, label=label, linewidth=1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"time per step ({unit})")
+    if log:
+        ax.set_yscale("log")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def speedup_vs_time(results: Sequence[Comparison], *, saving: float | None = None, ax=None):
+    """Speedup against the baseline's time per call, with a fixed-saving model curve.
+
+    When a change saves a fixed ``saving`` seconds per call, a baseline step of ``t`` seconds
+    speeds up ``t / (t - saving)``: large for tiny steps, vanishing for long ones.
+    """
+    ax = _axes(ax)
+    times = np.array([r.baseline.median for r in results])
+    values = np.array([r.speedup for r in results])
+    errors = np.array([[r.speedup - r.ci[0] for r in results], [r.ci[1] - r.speedup for r in results]]).clip(min=0)
+    ax.errorbar(times * 1e3, values, yerr=errors, fmt="o", capsize=3, color="tab:blue", label="measured")
+    for r, t, v in zip(results, times, values):
+        ax.annotate(r.candidate.label, (t * 1e3, v), textcoords="offset points", xytext=(5, 5), fontsize="small")
+    if saving is not None and saving > 0:
+        grid = np.geomspace(max(saving * 1.05, times.min() * 0.5), times.max() * 2, 200)
+        ax.plot(grid * 1e3, grid / (grid - saving), "--", color="tab:gray", label=f"fixed saving of {saving * 1e6:.0f} us")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("baseline time per call (ms)")
+    ax.set_ylabel("speedup (x)")
+    ax.legend(loc="best", fontsize="small")
+    return ax

@@ -1,0 +1,353 @@
+"""The one timing harness: time a callable, or compare a baseline with a candidate.
+
+Every measurement in the course goes through `compare` (or `measure` for a single callable), so
+every number is taken the same way:
+
+* warm-up calls first, so tracing and graph construction are excluded;
+* each sample repeats the call `number` times, calibrated so a sample lasts ``sample_time``;
+* baseline and candidate samples are taken in pairs, the order alternating each round;
+* the speedup is the median of the per-round ratios, with a bootstrap confidence interval;
+* rounds are added while the interval is inconclusive, up to a time budget.
+
+Outputs are copied to host memory inside the timed region (``.numpy()``), so asynchronous work is
+counted. The clock is bound when this module is imported: patching ``time.perf_counter`` later
+changes nothing here. Introduced in lesson 01.
+
+Vocabulary: *sample* (one timed measurement), *number* (calls per sample), *rounds* (paired
+samples), *warmup* (discarded calls).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import env as _env
+
+_CLOCK: Callable[[], float] = time.perf_counter
+_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+__all__ = ["Comparison", "TimingResult", "compare", "format_seconds", "measure"]
+
+
+def format_seconds(seconds: float, *, unit: str | None = None) -> str:
+    """Format a duration with a readable unit, e.g. ``format_seconds(1.5e-4) == '150 us'``."""
+    scale, name = _pick_unit(seconds) if unit is None else next(u for u in _UNITS if u[1] == unit)
+    value = seconds / scale
+    return f"{value:.3g} {name}" if value < 100 else f"{value:.0f} {name}"
+
+
+def _pick_unit(seconds: float) -> tuple[float, str]:
+    return next((u for u in _UNITS if abs(seconds) >= u[0]), _UNITS[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingResult:
+    """Per-call times of one callable. Frozen; statistics are computed from the stored samples.
+
+    Attributes:
+        label: What was timed.
+        samples: Seconds per call, one value per sample.
+        number: Calls per sample.
+        warmup: Seconds per warm-up call, kept apart from the samples.
+        metadata: Free-form facts (batch size, mode) stored with the result.
+    """
+
+    label: str
+    samples: tuple[float, ...]
+    number: int = 1
+    warmup: tuple[float, ...] = ()
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "samples", tuple(float(s) for s in self.samples))
+        object.__setattr__(self, "warmup", tuple(float(s) for s in self.warmup))
+        if not self.samples:
+            raise ValueError(f"{self.label!r}: samples must not be empty")
+        if not all(math.isfinite(s) and s > 0 for s in self.samples):
+            raise ValueError(f"{self.label!r}: every sample must be a positive number of seconds; got {self.samples[:5]}")
+        if self.number < 1:
+            raise ValueError(f"number must be at least 1; got {self.number}")
+
+    @classmethod
+    def from_loops(cls, label: str, elapsed: Sequence[float], *, count: int, **metadata) -> "TimingResult":
+        """Build a result from loops you timed yourself: ``elapsed[i]`` seconds for ``count`` items each."""
+        if count < 1:
+            raise ValueError(f"count must be at least 1; got {count}")
+        return cls(label, tuple(e / count for e in elapsed), number=count, metadata=metadata)
+
+    count = property(lambda self: len(self.samples), doc="Number of samples.")
+    mean = property(lambda self: float(np.mean(self.samples)), doc="Mean seconds per call.")
+    median = property(lambda self: float(np.median(self.samples)), doc="Median seconds per call.")
+    min = property(lambda self: float(np.min(self.samples)), doc="Fastest sample, seconds per call.")
+    stdev = property(lambda self: float(np.std(self.samples, ddof=1)) if self.count > 1 else 0.0, doc="Sample standard deviation.")
+    iqr = property(lambda self: float(np.subtract(*np.percentile(self.samples, [75, 25]))), doc="Interquartile range.")
+    p95 = property(lambda self: float(np.percentile(self.samples, 95)), doc="95th percentile.")
+
+    def summary(self) -> str:
+        """One line: median, spread and sample count in one unit."""
+        scale, unit = _pick_unit(self.median)
+        return (
+            f"{self.label}: median {format_seconds(self.median, unit=unit)} per call "
+            f"(IQR {format_seconds(self.iqr, unit=unit)}, {self.count} samples x {self.number} calls)"
+        )
+
+    def to_dict(self) -> dict:
+        """Plain-data export (seconds), for JSON."""
+        return {
+            "label": self.label, "median": self.median, "mean": self.mean, "min": self.min,
+            "iqr": self.iqr, "count": self.count, "number": self.number,
+            "samples": list(self.samples), "metadata": dict(self.metadata),
+        }
+
+    def speedup_over(self, other: "TimingResult") -> float:
+        """How many times faster this is than ``other`` (ratio of medians)."""
+        return other.median / self.median
+
+    def __repr__(self) -> str:
+        return f"TimingResult({self.label!r}, median={format_seconds(self.median)}, n={self.count})"
+
+    def _repr_pretty_(self, printer, cycle):  # IPython display: the summary line
+        printer.text(self.summary())
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """A paired comparison of a baseline and a candidate (see `compare`).
+
+    Attributes:
+        baseline, candidate: The two timing results, sample ``i`` of each taken in round ``i``.
+        ratios: Per-round speedups, baseline time / candidate time.
+        ci: Bootstrap confidence interval of the median ratio.
+        confidence: Level of ``ci``.
+        threshold: Speedup the candidate had to clear, if any.
+        tolerance: Relative difference treated as "no difference" by `verdict`.
+        elapsed: Wall seconds the comparison took, warm-up included.
+        environment: The environment fingerprint (see `tfperf.env.fingerprint`).
+    """
+
+    baseline: TimingResult
+    candidate: TimingResult
+    ratios: tuple[float, ...]
+    ci: tuple[float, float]
+    confidence: float = 0.95
+    threshold: float | None = None
+    tolerance: float = 0.05
+    elapsed: float = 0.0
+    environment: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def speedup(self) -> float:
+        """Median of the per-round ratios (above 1: the candidate is faster)."""
+        return float(np.median(self.ratios))
+
+    @property
+    def rounds(self) -> int:
+        return len(self.ratios)
+
+    @property
+    def verdict(self) -> str:
+        """``"faster"``, ``"slower"`` or ``"inconclusive"``: the interval against 1 +- tolerance."""
+        low, high = self.ci
+        if low > 1 + self.tolerance:
+            return "faster"
+        if high < 1 / (1 + self.tolerance):
+            return "slower"
+        return "inconclusive"
+
+    @property
+    def passed(self) -> bool:
+        """True when a threshold was set and the interval's lower bound clears it."""
+        return self.threshold is not None and self.ci[0] >= self.threshold
+
+    def summary(self) -> str:
+        """One line: speedup, interval, rounds and both medians in one unit."""
+        low, high = self.ci
+        scale, unit = _pick_unit(min(self.baseline.median, self.candidate.median))
+        verdict = f"{self.speedup:.2f}x" + (f" (needs >= {self.threshold:g}x: {'pass' if self.passed else 'FAIL'})" if self.threshold else "")
+        return (
+            f"{self.candidate.label} vs {self.baseline.label}: {verdict}, "
+            f"{self.confidence:.0%} CI {low:.2f}-{high:.2f}x over {self.rounds} rounds "
+            f"[{format_seconds(self.baseline.median, unit=unit)} -> {format_seconds(self.candidate.median, unit=unit)} per call]"
+        )
+
+    def to_dict(self) -> dict:
+        """Plain-data export, for JSON records and reports."""
+        return {
+            "baseline": self.baseline.to_dict(), "candidate": self.candidate.to_dict(),
+            "speedup": self.speedup, "ci": list(self.ci), "confidence": self.confidence,
+            "threshold": self.threshold, "passed": self.passed, "verdict": self.verdict,
+            "rounds": self.rounds, "ratios": list(self.ratios), "elapsed": self.elapsed,
+            "environment": dict(self.environment),
+        }
+
+    def plot(self, ax=None):
+        """Plot the per-round ratios with the median and interval; returns the Axes."""
+        from . import plots
+
+        return plots.comparison(self, ax=ax)
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.candidate.label!r} vs {self.baseline.label!r}, speedup={self.speedup:.2f}x, ci=({self.ci[0]:.2f}, {self.ci[1]:.2f}))"
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(self.summary())
+
+
+def _block(value) -> None:
+    """Force asynchronous TensorFlow work to finish by copying results to the host."""
+    if hasattr(value, "numpy"):
+        value.numpy()
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _block(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _block(item)
+
+
+def _caller(fn: Callable, inputs: Sequence | None, sync: bool) -> Callable[[], None]:
+    """Return a no-argument call of ``fn`` that cycles through ``inputs`` (argument tuples)."""
+    if not callable(fn):
+        raise TypeError(f"expected a callable, got {type(fn).__name__}; pass the function itself, e.g. compare(lambda: step(x), ...)")
+    if inputs is not None and len(inputs) == 0:
+        raise ValueError("inputs must hold at least one argument tuple; got an empty sequence")
+    pool = itertools.cycle([args if isinstance(args, tuple) else (args,) for args in inputs]) if inputs is not None else None
+
+    def call():
+        out = fn(*next(pool)) if pool is not None else fn()
+        if sync:
+            _block(out)
+
+    return call
+
+
+def _run(call: Callable[[], None], number: int, clock: Callable[[], float]) -> float:
+    start = clock()
+    for _ in range(number):
+        call()
+    return (clock() - start) / number
+
+
+def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
+    if number is not None:
+        if number < 1:
+            raise ValueError(f"number must be at least 1; got {number}")
+        return number
+    one = max(min(_run(call, 1, clock) for _ in range(3)), 1e-9)
+    return max(1, min(10**6, round(sample_time / one)))
+
+
+def _bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resamples: int = 2000) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median (NumPy only: no extra dependency, no warnings)."""
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    medians = np.median(data[rng.integers(0, len(data), size=(resamples, len(data)))], axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | None = None, warmup: int = 3,
+            repeats: int = 10, number: int | None = None, sample_time: float = 0.02, sync: bool = True,
+            clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
+    """Time one callable: warm-up, then ``repeats`` samples of ``number`` calls each.
+
+    Args:
+        fn: Called with no arguments, or with each tuple of ``inputs`` in turn.
+        label: Name shown in summaries (default: the function's name).
+        inputs: Argument tuples to cycle through, so no answer can cache one result.
+        warmup: Discarded calls before timing (tracing happens here).
+        repeats: Number of samples.
+        number: Calls per sample; calibrated to ``sample_time`` when None.
+        sync: Copy outputs to the host inside the timed region.
+        clock: Seconds clock, for tests (default ``time.perf_counter``, bound at import).
+        **metadata: Stored with the result.
+
+    Returns:
+        A `TimingResult` in seconds per call.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1; got {repeats}")
+    clock = clock or _CLOCK
+    call = _caller(fn, inputs, sync)
+    warm = tuple(_run(call, 1, clock) for _ in range(warmup))
+    number = _calibrate(call, clock, sample_time, number)
+    samples = tuple(_run(call, number, clock) for _ in range(repeats))
+    return TimingResult(label or getattr(fn, "__name__", "function"), samples, number, warm, metadata)
+
+
+def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] = ("baseline", "candidate"),
+            inputs: Sequence | None = None, threshold: float | None = None, warmup: int = 3,
+            min_rounds: int = 10, max_rounds: int = 200, budget: float = 5.0, sample_time: float = 0.02,
+            confidence: float = 0.95, tolerance: float = 0.05, sync: bool = True,
+            clock: Callable[[], float] | None = None, seed: int = 0, **metadata) -> Comparison:
+    """Measure how many times faster ``candidate`` is than ``baseline``, paired and interleaved.
+
+    After ``min_rounds`` paired rounds the median ratio's bootstrap interval is checked. With a
+    ``threshold`` the comparison is decided once the interval lies wholly above or below it;
+    without one, once it lies above ``1 + tolerance``, below ``1 / (1 + tolerance)``, or inside
+    both (no difference). Otherwise rounds are added until ``budget`` seconds or ``max_rounds``.
+
+    Args:
+        baseline, candidate: Callables doing the same work (no arguments, or see ``inputs``).
+        labels: Names of the two in summaries and plots.
+        inputs: Argument tuples cycled through by both callables.
+        threshold: Speedup the candidate must clear (`Comparison.passed`).
+        warmup: Discarded calls of each before timing.
+        min_rounds, max_rounds: Bounds on paired rounds.
+        budget: Seconds after which no more rounds are added.
+        sample_time: Target seconds per sample, used to calibrate calls per sample.
+        confidence: Level of the bootstrap interval.
+        tolerance: Relative difference that counts as none for `Comparison.verdict`.
+        sync: Copy outputs to host inside the timed region.
+        clock: Seconds clock, for tests.
+        seed: Seed of the bootstrap.
+        **metadata: Stored with both timing results.
+
+    Returns:
+        A `Comparison`; ``print(result.summary())`` or end a cell with it.
+
+    Example:
+        >>> result = compare(lambda: sess.run(y, {x: v}), lambda: handle(v), labels=("sess.run", "handle"))
+    """
+    if min_rounds < 2 or max_rounds < min_rounds:
+        raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
+    clock = clock or _CLOCK
+    began = clock()
+    calls = (_caller(baseline, inputs, sync), _caller(candidate, inputs, sync))
+    warm = ([], [])
+    for _ in range(warmup):
+        for side in (0, 1):
+            warm[side].append(_run(calls[side], 1, clock))
+    numbers = tuple(_calibrate(call, clock, sample_time, None) for call in calls)
+    samples: tuple[list[float], list[float]] = ([], [])
+    ci = (0.0, math.inf)
+    for round_index in range(max_rounds):
+        order = (0, 1) if round_index % 2 == 0 else (1, 0)
+        for side in order:
+            samples[side].append(_run(calls[side], numbers[side], clock))
+        if round_index + 1 < min_rounds:
+            continue
+        ratios = [b / c for b, c in zip(*samples)]
+        ci = _bootstrap_ci(ratios, confidence, seed)
+        if _decided(ci, threshold, tolerance) or clock() - began > budget:
+            break
+    results = tuple(
+        TimingResult(labels[side], tuple(samples[side]), numbers[side], tuple(warm[side]), metadata) for side in (0, 1)
+    )
+    return Comparison(results[0], results[1], tuple(b / c for b, c in zip(*samples)), ci, confidence, threshold,
+                      tolerance, clock() - began, _env.fingerprint())
+
+
+def _decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:
+    low, high = ci
+    if threshold is not None:
+        return low >= threshold or high < threshold
+    same = 1 / (1 + tolerance) <= low and high <= 1 + tolerance
+    return low > 1 + tolerance or high < 1 / (1 + tolerance) or same
