@@ -75,6 +75,22 @@ def cmd_lint(args) -> int:
     return 1 if problems else 0
 
 
+def lesson_table() -> str:
+    """The README's lesson table, from the lessons' own metadata."""
+    rows = ["| lesson | technique | source article | what is measured | expected run time (CPU: full / graded) |",
+            "|---|---|---|---|---|"]
+    for lesson in course.lessons():
+        rows.append(f"| [{lesson.id}](lessons/{lesson.id}/{lesson.id}.ipynb): {lesson.title} | {lesson.technique} | "
+                    f"{lesson.article} | {lesson.measures} | {lesson.minutes_full:g} min / {lesson.minutes_grading:g} min |")
+    return "\n".join(rows)
+
+
+def cmd_lessons(args) -> int:
+    """Print the lesson table (the README's copy is checked against it)."""
+    print(lesson_table())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -104,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
     run.add_argument("--out", default="report", help="folder for course-report.md and course-report.png")
     run.set_defaults(func=cmd_run)
+
+    lessons = sub.add_parser("lessons", help=cmd_lessons.__doc__)
+    lessons.set_defaults(func=cmd_lessons)
 
     lint = sub.add_parser("lint", help=cmd_lint.__doc__)
     lint.set_defaults(func=cmd_lint)

@@ -7,6 +7,8 @@ to its type and message, which the tests write for the learner (expected, receiv
 
 import re
 
+from traitlets import Bool
+
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
@@ -17,10 +19,16 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ScrubTracebacks(Preprocessor):
-    """Replace each error's traceback with one line, ``Type: message``, in grade cells."""
+    """Replace each error's traceback with one line, ``Type: message``, in every code cell.
+
+    Tracebacks through test cells would show hidden test lines; the learner can rerun their own
+    cells for a full traceback, so feedback keeps one line everywhere.
+    """
+
+    enabled = Bool(True)  # nbconvert preprocessors are off unless enabled; nbgrader registers them as-is
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+        if cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     message = _ANSI.sub("", f"{output.get('ename', 'Error')}: {output.get('evalue', '')}")

@@ -1,0 +1,50 @@
+"""Shared test helpers: a fake clock for the timing harness, and result factories."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tfperf
+
+
+class FakeClock:
+    """A clock that only moves when a fake workload says so: timing tests never sleep."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def workload(self, seconds: float, *, jitter: float = 0.0, seed: int = 0):
+        """A function whose every call 'takes' ``seconds`` times (1 +- jitter)."""
+        noise = np.random.default_rng(seed)
+
+        def work(*_args):
+            self.now += seconds * (1 + noise.uniform(-jitter, jitter))
+
+        return work
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+def make_result(label="f", samples=(1e-3, 1.1e-3, 0.9e-3), number=10, **metadata) -> tfperf.TimingResult:
+    return tfperf.TimingResult(label, tuple(samples), number, (), metadata)
+
+
+@pytest.fixture
+def no_real_mnist(tmp_path, monkeypatch):
+    """No TFPERF_DATA, an empty Keras cache and no network: the loader must fall back."""
+    monkeypatch.delenv("TFPERF_DATA", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
+    monkeypatch.setenv("TFPERF_OFFLINE", "1")
+    tfperf.data._load_full.cache_clear()
+    yield
+    tfperf.data._load_full.cache_clear()
+
+
+counter = itertools.count()

@@ -1,0 +1,131 @@
+"""Every lesson through the real nbgrader pipeline: release, autograde, feedback, time budget.
+
+The graded submissions are the course's own notebooks: the reference solution (full marks), the
+untouched student version (zero on every autograded cell), and the reference again with no MNIST
+available and no network (it must still pass, on the generated digits).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from autograder import course, grading, lint
+from pipeline import scores, write_submission
+
+pytestmark = pytest.mark.pipeline
+LESSONS = course.lessons()
+IDS = [lesson.id for lesson in LESSONS]
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    for lesson in LESSONS:
+        write_submission(folder, "reference", lesson, source=lesson.source)
+        write_submission(folder, "untouched", lesson, source=lesson.release)
+    work = tmp_path_factory.mktemp("work")
+    results = grading.grade(folder, work=work, progress=False)
+    offline_folder = tmp_path_factory.mktemp("offline")
+    for lesson in LESSONS:
+        write_submission(offline_folder, "offline", lesson, source=lesson.source)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("TFPERF_DATA", raising=False)
+        patch.setenv("TFPERF_OFFLINE", "1")
+        patch.setenv("KERAS_HOME", str(tmp_path_factory.mktemp("empty_keras")))
+        results += grading.grade(offline_folder, work=tmp_path_factory.mktemp("offline_work"), progress=False)
+    return {(r.student, r.lesson): r for r in results}, work
+
+
+@pytest.mark.parametrize("lesson_id", IDS)
+def test_reference_solution_autogrades_to_full_marks(graded, lesson_id):
+    result = graded[0][("reference", lesson_id)]
+    assert result.error is None, result.lines()
+    assert result.max_score > 0
+    assert result.score == result.max_score, "\n".join(result.lines())
+
+
+@pytest.mark.parametrize("lesson_id", IDS)
+def test_reference_solution_passes_offline_on_generated_digits(graded, lesson_id):
+    result = graded[0][("offline", lesson_id)]
+    assert result.score == result.max_score, "\n".join(result.lines())
+
+
+@pytest.mark.parametrize("lesson_id", IDS)
+def test_untouched_student_version_scores_zero_on_every_autograded_cell(graded, lesson_id):
+    result = graded[0][("untouched", lesson_id)]
+    assert result.error is None, result.lines()
+    auto = [cell for cell in result.cells if cell.kind == "auto"]
+    assert auto and all(cell.score == 0 for cell in auto), "\n".join(result.lines())
+
+
+@pytest.mark.parametrize("lesson_id", IDS)
+def test_grading_stays_within_the_declared_time_budget(graded, lesson_id):
+    lesson = course.lesson(lesson_id)
+    result = graded[0][("reference", lesson_id)]
+    assert lesson.minutes_grading > 0
+    assert result.seconds <= lesson.minutes_grading * 60, f"{lesson_id} took {result.seconds:.0f} s to grade"
+
+
+@pytest.mark.parametrize("lesson_id", IDS)
+def test_feedback_shows_no_hidden_test_source_or_traceback(graded, lesson_id):
+    result = graded[0][("untouched", lesson_id)]
+    html = result.feedback.read_text(encoding="utf-8")
+    lesson = course.lesson(lesson_id)
+    visible = json.dumps(course.read_notebook(lesson.release))
+    hidden = [line.strip() for cell in course.read_notebook(lesson.source)["cells"]
+              for line in _hidden_lines(cell) if len(line.strip()) > 12 and json.dumps(line.strip())[1:-1] not in visible]
+    assert hidden, "the lesson should have hidden tests"
+    leaked = [line for line in hidden if line in html]
+    assert not leaked, f"hidden test lines in the feedback: {leaked[:3]}"
+    assert "most recent call last" not in html and "Cell In[" not in html and "BEGIN HIDDEN TESTS" not in html
+
+
+def _hidden_lines(cell):
+    text = "".join(cell["source"])
+    if "### BEGIN HIDDEN TESTS" not in text:
+        return []
+    return text.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0].splitlines()
+
+
+def test_grades_csv_has_one_column_per_graded_cell(graded):
+    lines = (graded[1] / "grades.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    expected = [f"{lesson.id}:{cell['id']}" for lesson in LESSONS for cell in lesson.grade_cells()]
+    assert header[:5] == ["student", "lesson", "score", "max_score", "status"] and header[5:] == expected
+    assert len(lines) == 1 + 2 * len(LESSONS)
+
+
+def test_student_versions_equal_a_fresh_release(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--into", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for lesson in LESSONS:
+        fresh = json.loads((tmp_path / lesson.id / f"{lesson.id}.ipynb").read_text())
+        assert fresh == course.read_notebook(lesson.release), f"lessons/{lesson.id} is stale: run `tfperf-lab release`"
+
+
+@pytest.mark.parametrize("path", [p for lesson in LESSONS for p in (lesson.source, lesson.release)], ids=str)
+def test_notebooks_follow_the_course_rules(path):
+    assert lint.lint(path) == []
+
+
+def test_every_lesson_folder_has_a_source_and_a_student_version():
+    sources = sorted(p.name for p in course.SOLUTIONS.iterdir() if p.is_dir())
+    released = sorted(p.name for p in course.LESSONS.iterdir() if p.is_dir())
+    assert sources == released == IDS
+
+
+def test_main_job_prints_the_table_and_writes_the_report(tmp_path):
+    lesson = LESSONS[0]
+    env = dict(os.environ, PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ["PATH"]]))
+    done = subprocess.run([str(pathlib.Path(sys.executable).parent / "tfperf-lab"), "run", lesson.id, "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = (tmp_path / "course-report.md").read_text()
+    assert f"## {lesson.id}" in report and "| speedup (95% CI) |" in report
+    assert "x** (" in report and "(nothing recorded)" not in report
+    assert (tmp_path / "course-report.png").stat().st_size > 10_000
+    assert "course-report.md" in done.stdout

@@ -1,0 +1,131 @@
+import time
+
+import numpy as np
+import pytest
+
+import tfperf
+from tfperf import timing
+from conftest import make_result
+
+
+def test_compare_finds_a_known_2x_difference(clock):
+    result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
+    assert result.verdict == "faster"
+    assert 1.8 < result.ci[0] <= result.speedup <= result.ci[1] < 2.2
+    assert result.rounds >= 10
+
+
+def test_compare_calls_two_equal_functions_inconclusive_not_faster(clock):
+    result = tfperf.compare(clock.workload(1e-3, jitter=0.2, seed=3), clock.workload(1e-3, jitter=0.2, seed=4), clock=clock)
+    assert result.verdict == "inconclusive"
+    assert result.ci[0] < 1.05 < result.ci[1] or result.ci[1] <= 1.05
+    assert not result.passed  # no threshold, nothing passes
+
+
+def test_compare_with_threshold_passes_on_the_interval_lower_bound(clock):
+    fast = tfperf.compare(clock.workload(4e-3, jitter=0.1), clock.workload(1e-3, jitter=0.1, seed=5), threshold=2.0, clock=clock)
+    slow = tfperf.compare(clock.workload(1e-3, jitter=0.1), clock.workload(1e-3, jitter=0.1, seed=6), threshold=2.0, clock=clock)
+    assert fast.passed and fast.ci[0] >= 2.0
+    assert not slow.passed and slow.ci[1] < 2.0
+
+
+def test_compare_adds_rounds_while_inconclusive_up_to_the_budget(clock):
+    result = tfperf.compare(clock.workload(1e-3, jitter=0.5, seed=7), clock.workload(0.96e-3, jitter=0.5, seed=8),
+                            threshold=1.0, budget=2.0, clock=clock)
+    assert result.rounds > 10
+    assert result.elapsed <= 2.0 + 0.2  # stops within one round of the budget
+
+
+def test_compare_excludes_warmup_from_samples(clock):
+    calls = {"n": 0}
+
+    def traced_once():
+        calls["n"] += 1
+        clock.now += 1.0 if calls["n"] == 1 else 1e-3  # first call "traces" for a second
+
+    result = tfperf.compare(clock.workload(1e-3), traced_once, clock=clock)
+    assert result.candidate.warmup[0] == pytest.approx(1.0)
+    assert max(result.candidate.samples) == pytest.approx(1e-3)
+
+
+def test_compare_calibrates_calls_per_sample_to_the_sample_time(clock):
+    result = tfperf.compare(clock.workload(1e-4), clock.workload(1e-3), sample_time=0.02, clock=clock)
+    assert result.baseline.number == 200 and result.candidate.number == 20
+
+
+def test_compare_cycles_through_inputs(clock):
+    seen = []
+    tfperf.compare(lambda v: (seen.append(v), clock.workload(1e-3)()), lambda v: clock.workload(1e-3)(), inputs=[1, 2, 3], clock=clock)
+    assert set(seen) == {1, 2, 3}
+
+
+def test_harness_copies_tensor_outputs_to_host(clock):
+    copied = []
+
+    class Lazy:
+        def numpy(self):
+            copied.append(1)
+            return np.zeros(1)
+
+    work = clock.workload(1e-3)
+    tfperf.measure(lambda: (work(), [Lazy(), {"k": Lazy()}])[1], repeats=2, warmup=1, clock=clock)
+    assert len(copied) == 2 * (1 + 3 + 2 * 20)  # two per call: 1 warm-up, 3 calibration, 2 samples of 20 calls
+
+
+def test_patching_time_perf_counter_later_does_not_fake_speed(monkeypatch, clock):
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    result = tfperf.measure(lambda: sum(range(100)), repeats=3, warmup=1)
+    assert result.median > 0
+
+
+def test_real_clock_measures_sleeps_twice_as_long():
+    result = tfperf.compare(lambda: time.sleep(0.002), lambda: time.sleep(0.001), min_rounds=6, sample_time=0.004)
+    assert result.ci[0] > 1.5  # a 2x effect, judged on the lower bound far below it
+
+
+def test_timing_result_rejects_empty_or_non_positive_samples():
+    with pytest.raises(ValueError, match="must not be empty"):
+        tfperf.TimingResult("f", ())
+    with pytest.raises(ValueError, match="positive"):
+        tfperf.TimingResult("f", (1e-3, 0.0))
+    with pytest.raises(ValueError, match="number must be at least 1; got 0"):
+        tfperf.TimingResult("f", (1e-3,), number=0)
+
+
+def test_timing_result_statistics_come_from_the_samples():
+    result = make_result(samples=(1e-3, 2e-3, 3e-3, 4e-3))
+    assert result.median == pytest.approx(2.5e-3)
+    assert result.mean == pytest.approx(2.5e-3)
+    assert result.min == pytest.approx(1e-3)
+    assert result.count == 4
+    assert result.iqr == pytest.approx(1.5e-3)
+    with pytest.raises(Exception):
+        result.samples = (1.0,)  # frozen
+
+
+def test_summary_uses_one_unit_for_all_values():
+    line = make_result("step", samples=(150e-6, 160e-6, 2000e-6, 140e-6)).summary()
+    assert "us" in line and " ms" not in line
+
+
+def test_comparison_summary_and_export_carry_the_measurement(clock):
+    result = tfperf.compare(clock.workload(2e-3), clock.workload(1e-3), labels=("slow", "fast"), threshold=1.5, clock=clock)
+    assert result.summary().startswith("fast vs slow: 2.00x (needs >= 1.5x: pass)")
+    exported = result.to_dict()
+    assert exported["speedup"] == pytest.approx(2.0) and exported["passed"] is True
+    assert "tensorflow" in exported["environment"]
+
+
+def test_compare_rejects_a_tensor_instead_of_a_callable():
+    with pytest.raises(TypeError, match="expected a callable"):
+        tfperf.compare(np.zeros(3), lambda: None)
+
+
+def test_from_loops_divides_elapsed_time_by_the_item_count():
+    result = tfperf.TimingResult.from_loops("pipeline", [1.0, 2.0], count=100, batch=32)
+    assert result.samples == (0.01, 0.02) and result.metadata == {"batch": 32}
+
+
+def test_format_seconds_picks_a_readable_unit():
+    assert timing.format_seconds(1.5e-4) == "150 us"
+    assert timing.format_seconds(2.5) == "2.5 s"
