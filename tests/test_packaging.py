@@ -1,0 +1,49 @@
+"""The README, pyproject.toml, environment.yml and .ci/run agree with each other and with the lessons."""
+
+import pathlib
+import re
+import subprocess
+import tomllib
+
+from autograder import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def test_environment_yml_names_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    text = (ROOT / "environment.yml").read_text()
+    dependencies = text.split("dependencies:", 1)[1]
+    listed = {_name(m) for m in re.findall(r"^\s+- (?!-e )([A-Za-z][\w.-]*)", dependencies, flags=re.M)}
+    assert listed - {"python", "pip"} == wanted
+
+
+def _quick_start() -> list[str]:
+    section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
+
+
+def test_readme_quick_start_is_two_commands_and_ci_runs_them():
+    install_and_run, test = _quick_start()
+    assert "\n" not in install_and_run and "\n" not in test
+    assert install_and_run.endswith("&& .venv/bin/tfperf-lab run")
+    install = install_and_run.removesuffix(" && .venv/bin/tfperf-lab run")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert install in ci, ".ci/run must install exactly as the README does"
+    assert test in ci, ".ci/run must run exactly the README's test command"
+
+
+def test_readme_lesson_table_matches_the_lessons_metadata():
+    block = README.split("<!-- lessons:start", 1)[1].split("-->", 1)[1].split("<!-- lessons:end -->", 1)[0]
+    assert block.strip() == cli.lesson_table().strip(), "README lesson table is stale: paste `tfperf-lab lessons`"
+
+
+def test_no_mnist_data_is_committed():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert not [f for f in files if "ubyte" in f or f.endswith(("mnist.npz", ".gz"))]
