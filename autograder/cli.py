@@ -47,7 +47,7 @@ def cmd_grade(args) -> int:
 
     work = pathlib.Path(args.work).resolve()
     results = grading.grade(pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                            timeout=args.timeout)
+                            timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers, force=args.force)
     for result in results:
         print("\n".join(result.lines()))
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work / 'grades.csv'}; feedback: {work / 'feedback'}")
@@ -63,6 +63,27 @@ def cmd_run(args) -> int:
     print(path.read_text(encoding="utf-8"))
     print(f"report: {path}  plot: {path.with_suffix('.png')}")
     return 0 if clean else 1
+
+
+def cmd_validate(args) -> int:
+    """nbgrader's Validator: every test passes on the source, every visible test fails on the student version."""
+    from nbgrader.validator import Validator
+    from traitlets.config import Config
+
+    os.environ.update(course.tool_environment())
+    config = Config()
+    config.Execute.timeout = 300
+    problems = []
+    for lesson in ([course.lesson(i) for i in args.lessons] if args.lessons else course.lessons()):
+        checks = [(lesson.release, True)] + ([] if args.release_only else [(lesson.source, False)])
+        for path, invert in checks:
+            results = Validator(config=config, invert=invert).validate(str(path))
+            wrong = results.get("passed" if invert else "failed", []) + results.get("changed", []) + results.get("type_changed", [])
+            verdict = f"{len(wrong)} problem cells" if wrong else "ok"
+            print(f"{path.relative_to(course.ROOT)} ({'every test must fail' if invert else 'every test must pass'}): {verdict}")
+            problems += [f"{path.name}: {cell['source'].splitlines()[0] if cell['source'] else cell}" for cell in wrong]
+    print("\n".join(problems))
+    return 1 if problems else 0
 
 
 def cmd_lint(args) -> int:
@@ -112,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--work", default=str(course.WORK), help="work folder for gradebook, autograded copies, feedback")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
     grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
+    grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300, from nbgrader_config.py)")
+    grade.add_argument("--workers", type=int, default=1, help="notebooks graded at once (default 1: speed checks share the cores)")
+    grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
     grade.set_defaults(func=cmd_grade)
 
     run = sub.add_parser("run", help=cmd_run.__doc__)
@@ -120,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
     run.add_argument("--out", default="report", help="folder for course-report.md and course-report.png")
     run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help=cmd_validate.__doc__)
+    validate.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    validate.add_argument("--release-only", action="store_true", help="only check that the student versions fail")
+    validate.set_defaults(func=cmd_validate)
 
     lessons = sub.add_parser("lessons", help=cmd_lessons.__doc__)
     lessons.set_defaults(func=cmd_lessons)

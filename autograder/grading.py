@@ -9,13 +9,16 @@ with the speedups the tests measured (``TFPERF_RECORD``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import dataclasses
+import hashlib
 import json
 import pathlib
 import re
 import shutil
 import tempfile
+import time
 
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -24,6 +27,12 @@ from tfperf.report import RECORD_VARIABLE, load_records
 from . import course
 
 ERROR_LINE = re.compile(r"\[(?:Autograde|GenerateAssignment|GenerateFeedback)App \| ERROR\] (.*)")
+# Code in a learner's cells that reassigns the clock or the course's timing harness.
+TAMPERING = re.compile(
+    r"(?m)^[^#\n]*(\btime\.(perf_counter|time|monotonic|process_time)\s*=(?!=)|\b(tfperf|timing|checks|report)(\.\w+)+\s*=(?!=)"
+    r"|setattr\(\s*(tfperf|time|timing|checks)\b|\b_CLOCK\b|sys\.modules\[\s*['\"](tfperf|time))"
+)
+SPEED_NAME = re.compile(r"assert_speedup\((?:.|\n)*?name=[\"']([\w.-]+)[\"']")
 
 
 @dataclasses.dataclass
@@ -59,6 +68,17 @@ class SubmissionResult:
     def max_score(self) -> float:
         return sum(cell.max_score for cell in self.cells if cell.kind == "auto")
 
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["feedback"] = str(self.feedback) if self.feedback else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SubmissionResult":
+        data = dict(data, cells=[CellResult(**cell) for cell in data["cells"]])
+        data["feedback"] = pathlib.Path(data["feedback"]) if data.get("feedback") else None
+        return cls(**data)
+
     def lines(self) -> list[str]:
         """A readable per-cell report."""
         head = f"{self.lesson} ({self.student}): "
@@ -74,7 +94,8 @@ class SubmissionResult:
             score = "-" if cell.score is None else f"{cell.score:g}"
             lines.append(f"  {cell.id:<{width}}  {score:>3}/{cell.max_score:<3g} {cell.status:<8} {cell.message}".rstrip())
         for item in self.measurements:
-            lines.append(f"  measured {item['name']}: {item['speedup']:.2f}x (95% CI {item['ci'][0]:.2f}-{item['ci'][1]:.2f}x"
+            kind = "speed check" if item.get("threshold") else "measured"
+            lines.append(f"  {kind} {item['name']}: {item['speedup']:.2f}x (95% CI {item['ci'][0]:.2f}-{item['ci'][1]:.2f}x"
                          + (f", needs >= {item['threshold']:g}x" if item.get("threshold") else "") + ")")
         if self.feedback:
             lines.append(f"  feedback: {self.feedback}")
@@ -130,6 +151,47 @@ def _repair_metadata(notebook: dict, release: dict) -> int:
     return repaired
 
 
+def _protected(cell: dict) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("locked") or (meta.get("grade") and not meta.get("solution")))
+
+
+def _tamper_notes(notebook: dict, release: dict) -> list[str]:
+    """What the learner changed in cells nbgrader will restore: deleted, retyped or edited tests."""
+    submitted = {cell.get("id"): cell for cell in notebook["cells"]}
+    notes = []
+    for cell in release["cells"]:
+        if not _protected(cell):
+            continue
+        name, mine = cell.get("id"), submitted.get(cell.get("id"))
+        if mine is None:
+            notes.append(f"test cell {name} was deleted: restored from the release and graded")
+        elif mine.get("cell_type") != cell["cell_type"]:
+            notes.append(f"test cell {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
+        elif "".join(mine.get("source", "")).strip() != "".join(cell["source"]).strip():
+            notes.append(f"test cell {name} was edited: the original was restored and graded")
+    return notes
+
+
+def _tampering(notebook: dict) -> list[str]:
+    """Lines in the learner's own code cells that reassign the clock or the timing harness."""
+    found = []
+    for cell in notebook["cells"]:
+        if cell.get("cell_type") == "code" and not _protected(cell):
+            found += [match.group(0).strip() for match in TAMPERING.finditer("".join(cell.get("source", "")))]
+    return found
+
+
+def speed_checks(lesson: course.Lesson) -> dict[str, list[str]]:
+    """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
+    checks = {}
+    for cell in course.read_notebook(lesson.source)["cells"]:
+        text = "".join(cell["source"])
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade") and "assert_speedup(" in text:
+            checks[cell["id"]] = SPEED_NAME.findall(text)
+    return checks
+
+
 def prepare(work: pathlib.Path, lesson_ids: list[str]) -> None:
     """Register lessons in the work gradebook (sources and hidden tests), releasing into the work folder."""
     for lesson_id in lesson_ids:
@@ -145,18 +207,34 @@ def submit(path: pathlib.Path, work: pathlib.Path, student: str, lesson_id: str 
     if lesson_id and found != lesson_id:
         raise SubmissionError(f"{path.name} is lesson {found}, not {lesson_id}")
     notes = []
-    repaired = _repair_metadata(notebook, course.read_notebook(course.lesson(found).release))
+    release = course.read_notebook(course.lesson(found).release)
+    repaired = _repair_metadata(notebook, release)
     if repaired:
         notes.append(f"{repaired} cells had lost their nbgrader metadata; restored from the release by cell id")
+    if not any("nbgrader" in cell.get("metadata", {}) for cell in notebook["cells"]):
+        raise SubmissionError(f"{path.name} has lost its nbgrader metadata and its cell ids (an editor stripped them), so its answers "
+                              f"cannot be matched to the exercises: copy your answers into a fresh copy of lessons/{found}")
+    by_name = [lesson_id for lesson_id in (lesson.id for lesson in course.lessons()) if lesson_id in path.name]
+    if by_name and by_name[0] != found:
+        notes.append(f"the file is named for {by_name[0]} but is lesson {found}: graded as {found}")
+    notes += _tamper_notes(notebook, release)
+    tampering = _tampering(notebook)
+    if tampering:
+        notes.append(f"the notebook reassigns the clock or the timing harness ({'; '.join(tampering[:3])}): no speed points")
     folder = work / "submitted" / student / found
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     (folder / f"{found}.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    (folder / ".tampering.json").write_text(json.dumps(tampering), encoding="utf-8")
     stamp = path.parent / "timestamp.txt"
     if stamp.exists():
         shutil.copy(stamp, folder / "timestamp.txt")
     return found, notes
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
 
 
 def _cell_outcomes(autograded: pathlib.Path) -> dict[str, tuple[str, str]]:
@@ -169,19 +247,28 @@ def _cell_outcomes(autograded: pathlib.Path) -> dict[str, tuple[str, str]]:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         stderr = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
         if errors:
-            ename, evalue = errors[0].get("ename", "Error"), str(errors[0].get("evalue", ""))
-            status = "timeout" if ename == "CellTimeoutError" else ("failed" if ename == "AssertionError" else "error")
+            ename, evalue = errors[0].get("ename", "Error"), _text(errors[0].get("evalue", ""))
+            if ename in ("CellTimeoutError", "KeyboardInterrupt"):  # nbgrader interrupts a cell at its time limit
+                outcomes[grade_id] = ("timeout", "stopped at the cell time limit (an endless loop?)")
+                continue
+            status = "failed" if ename == "AssertionError" else "error"
             outcomes[grade_id] = (status, f"{ename}: {evalue}".splitlines()[0][:300] if evalue else ename)
         elif stderr:
-            outcomes[grade_id] = ("error", "wrote to stderr: " + "".join(o.get("text", "") for o in stderr).strip().splitlines()[0][:200])
+            outcomes[grade_id] = ("error", "wrote to stderr: " + ("".join(_text(o.get("text")) for o in stderr).strip().splitlines() or [""])[0][:200])
         else:
             outcomes[grade_id] = ("passed", "")
     return outcomes
 
 
-def collect(work: pathlib.Path, lesson_id: str, student: str) -> list[CellResult]:
-    """Per-cell scores of one autograded submission, in notebook order."""
-    outcomes = _cell_outcomes(work / "autograded" / student / lesson_id / f"{lesson_id}.ipynb")
+def collect(work: pathlib.Path, lesson_id: str, student: str, *, since: float = 0.0) -> list[CellResult]:
+    """Per-cell scores of one autograded submission, in notebook order.
+
+    An autograded notebook older than ``since`` (or missing) means the run did not finish: every
+    autograded cell then scores 0 as "not run", in the report and in the gradebook.
+    """
+    autograded = work / "autograded" / student / lesson_id / f"{lesson_id}.ipynb"
+    finished = autograded.exists() and autograded.stat().st_mtime >= since
+    outcomes = _cell_outcomes(autograded) if finished else {}
     results = []
     with Gradebook(f"sqlite:///{work / 'gradebook.db'}", course_id=course.COURSE_ID) as gradebook:
         try:
@@ -195,22 +282,50 @@ def collect(work: pathlib.Path, lesson_id: str, student: str) -> list[CellResult
                 score = grade.manual_score if grade is not None else None
                 results.append(CellResult(cell["id"], score, cell["points"], "manual", "manual", "graded by your instructor"))
                 continue
-            score = grade.score if grade is not None else 0.0
+            if not finished:
+                status, message = "not run", "the notebook stopped before this cell ran"
+                if grade is not None and grade.auto_score:
+                    grade.auto_score = 0.0
+                    gradebook.db.commit()
+            score = grade.score if grade is not None and finished else 0.0
             if status == "passed" and score < cell["points"]:
                 status, message = "failed", "no points awarded"
             results.append(CellResult(cell["id"], score, cell["points"], "auto", status, message))
     return results
 
 
-def autograde(work: pathlib.Path, lesson_id: str, student: str, *, timeout: float | None = None) -> SubmissionResult:
+def _withhold_speed_points(work: pathlib.Path, result: SubmissionResult, tampering: list[str]) -> None:
+    """Zero speed cells that passed without a genuine measurement: tampering, or no harness record."""
+    checks = speed_checks(course.lesson(result.lesson))
+    measured = {item["name"]: item for item in result.measurements}
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}", course_id=course.COURSE_ID) as gradebook:
+        for cell in result.cells:
+            if cell.id not in checks or not cell.score:
+                continue
+            if tampering:
+                reason = "the notebook reassigns the clock or the timing harness"
+            elif not all(measured.get(name, {}).get("passed") for name in checks[cell.id]):
+                reason = "its speed check did not run through the course's timing harness"
+            else:
+                continue
+            grade = gradebook.find_grade(cell.id, result.lesson, result.lesson, result.student)
+            grade.auto_score = 0.0
+            gradebook.db.commit()
+            cell.score, cell.status, cell.message = 0.0, "failed", f"speed points withheld: {reason}"
+
+
+def autograde(work: pathlib.Path, lesson_id: str, student: str, *, timeout: float | None = None,
+              cell_timeout: int | None = None) -> SubmissionResult:
     """Autograde one submitted notebook already in ``work``; never raises for a bad submission."""
     lesson = course.lesson(lesson_id)
     limit = timeout or max(120.0, lesson.minutes_grading * 60 * 3)
+    started = time.time()
     records = work / "records" / student / f"{lesson_id}.jsonl"
     records.parent.mkdir(parents=True, exist_ok=True)
     records.unlink(missing_ok=True)
     env = course.tool_environment(**{RECORD_VARIABLE: str(records)})
-    done = course.nbgrader(["autograde", lesson_id, "--student", student, "--force"], work=work, timeout=limit, env=env)
+    args = ["autograde", lesson_id, "--student", student, "--force"] + ([f"--Execute.timeout={cell_timeout}"] if cell_timeout else [])
+    done = course.nbgrader(args, work=work, timeout=limit, env=env)
     log = work / "logs" / f"{student}-{lesson_id}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(done.output, encoding="utf-8")
@@ -221,7 +336,15 @@ def autograde(work: pathlib.Path, lesson_id: str, student: str, *, timeout: floa
         errors = ERROR_LINE.findall(done.output)
         if done.returncode != 0 or errors:
             result.error = _explain(done.output, errors) + f" (log: {log})"
-    result.cells = collect(work, lesson_id, student)
+    result.cells = collect(work, lesson_id, student, since=started)
+    tampering_file = work / "submitted" / student / lesson_id / ".tampering.json"
+    tampering = json.loads(tampering_file.read_text()) if tampering_file.exists() else []
+    _withhold_speed_points(work, result, tampering)
+    autograded = work / "autograded" / student / lesson_id / f"{lesson_id}.ipynb"
+    outcomes = _cell_outcomes(autograded) if autograded.exists() and autograded.stat().st_mtime >= started else {}
+    timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
+    if timed_out:
+        result.notes.append(f"cells that ran out of time (stopped, scored 0, the rest graded): {', '.join(timed_out)}")
     return result
 
 
@@ -272,9 +395,43 @@ def find_submissions(folder: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
     return pairs
 
 
+def _sha256(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _state_file(work: pathlib.Path, student: str, lesson_id: str) -> pathlib.Path:
+    return work / "state" / student / f"{lesson_id}.json"
+
+
+def _finished(work: pathlib.Path, student: str, path: pathlib.Path) -> SubmissionResult | None:
+    """The result of an earlier run on exactly this file, if that run finished (for resuming)."""
+    for state in (work / "state" / student).glob("*.json"):
+        saved = json.loads(state.read_text(encoding="utf-8"))
+        if saved.get("sha256") == _sha256(path) and saved.get("source") == str(path):
+            return SubmissionResult.from_dict(saved["result"])
+    return None
+
+
+def _grade_one(work: pathlib.Path, student: str, path: pathlib.Path, lesson_id: str, notes: list[str], *,
+               timeout: float | None, cell_timeout: int | None) -> SubmissionResult:
+    result = autograde(work, lesson_id, student, timeout=timeout, cell_timeout=cell_timeout)
+    result.notes[:0] = notes
+    result.feedback = feedback(work, lesson_id, student)
+    state = _state_file(work, student, lesson_id)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"sha256": _sha256(path), "source": str(path), "result": result.to_dict()}), encoding="utf-8")
+    return result
+
+
 def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: pathlib.Path | None = None,
-          timeout: float | None = None, progress: bool = True) -> list[SubmissionResult]:
-    """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell."""
+          timeout: float | None = None, cell_timeout: int | None = None, workers: int = 1, force: bool = False,
+          progress: bool = True) -> list[SubmissionResult]:
+    """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
+
+    Submissions already graded in ``work`` from the same file content are not graded again unless
+    ``force``: a run that was stopped halfway resumes where it stopped. ``workers`` notebooks are
+    graded at once; speed checks share the cores, so more than one can fail correct work.
+    """
     from tqdm.auto import tqdm
 
     pairs = find_submissions(folder)
@@ -282,17 +439,24 @@ def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: p
         raise SystemExit(f"no submissions in {folder}: expected {folder}/<student>/<lesson>.ipynb")
     queued, results = [], []
     for student, path in pairs:
+        earlier = None if force else _finished(work, student, path)
+        if earlier is not None:
+            results.append(earlier)
+            continue
         try:
             found, notes = submit(path, work, student)
-            queued.append((student, found, notes))
+            queued.append((student, path, found, notes))
         except SubmissionError as error:
             results.append(SubmissionResult(student, path.stem, error=str(error)))
-    prepare(work, sorted({lesson_id for _, lesson_id, _ in queued}))
-    for student, lesson_id, notes in tqdm(queued, desc="grading", unit="notebook", disable=not progress):
-        result = autograde(work, lesson_id, student, timeout=timeout)
-        result.notes[:0] = notes
-        result.feedback = feedback(work, lesson_id, student)
-        results.append(result)
+    if queued:
+        prepare(work, sorted({lesson_id for _, _, lesson_id, _ in queued}))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(_grade_one, work, student, path, lesson_id, notes, timeout=timeout, cell_timeout=cell_timeout)
+                   for student, path, lesson_id, notes in queued]
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",
+                           disable=not progress):
+            results.append(future.result())
+    results.sort(key=lambda r: (r.student, r.lesson))
     write_csv(results, csv_path or work / "grades.csv")
     return results
 

@@ -57,3 +57,22 @@ def test_assert_speedup_passes_fails_and_records(tmp_path, monkeypatch, clock, c
     assert "5.00x (needs >= 2x: pass)" in capsys.readouterr().out
     names = [r["name"] for r in tfperf.report.load_records(tmp_path / "records.jsonl")]
     assert names == ["good", "bad"]
+
+
+def test_harness_problems_is_empty_until_something_is_replaced(monkeypatch):
+    assert tfperf.checks.harness_problems() == []
+    import time
+
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(tfperf.timing, "compare", lambda *a, **k: None)
+    assert set(tfperf.checks.harness_problems()) == {"time.perf_counter", "tfperf.timing.compare"}
+
+
+def test_assert_speedup_refuses_to_measure_with_a_replaced_clock(monkeypatch, clock):
+    import itertools
+    import time
+
+    ticks = itertools.count()
+    monkeypatch.setattr(time, "time", lambda: next(ticks))
+    with pytest.raises(AssertionError, match=r"replaced part of the timing harness \(time.time\)"):
+        tfperf.assert_speedup(clock.workload(5e-3), clock.workload(1e-3), at_least=2.0, clock=clock)

@@ -12,13 +12,29 @@ import contextlib
 import dataclasses
 import functools
 import re
+import sys
+import time
+import types
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from . import report, timing
 
-__all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls"]
+__all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls", "harness_problems"]
+
+# What the timing harness is made of, captured when tfperf is imported (in a lesson's setup cell,
+# before any answer runs): `harness_problems` compares against it.
+_HARNESS = {
+    (module.__name__, name): getattr(module, name)
+    for module, names in (
+        (timing, ("compare", "measure", "_run", "_caller", "_calibrate", "_bootstrap_ci", "_decided", "_block", "_CLOCK")),
+        (report, ("record",)),
+    )
+    for name in names
+}
+_CODE = {key: value.__code__ for key, value in _HARNESS.items() if hasattr(value, "__code__")}
+_PROPERTIES = {name: getattr(timing.Comparison, name).fget.__code__ for name in ("passed", "speedup", "verdict")}
 
 
 def _hint(hint: str) -> str:
@@ -105,6 +121,25 @@ def count_calls(owner: Any, name: str) -> Iterator[CallCount]:
             delattr(owner, name)
 
 
+def _genuine_clock(name: str) -> bool:
+    clock = getattr(time, name, None)
+    return (isinstance(clock, types.BuiltinFunctionType) and clock.__name__ == name
+            and getattr(clock, "__self__", None) is time and sys.modules.get("time") is time)
+
+
+def harness_problems() -> list[str]:
+    """What in the timing harness or the clocks has been replaced since tfperf was imported (empty if nothing)."""
+    problems = [f"time.{name}" for name in ("perf_counter", "time", "monotonic") if not _genuine_clock(name)]
+    for (module, name), original in _HARNESS.items():
+        current = getattr(sys.modules[module], name, None)
+        if current is not original or (hasattr(original, "__code__") and original.__code__ is not _CODE[(module, name)]):
+            problems.append(f"{module}.{name}")
+    problems += [f"Comparison.{name}" for name, code in _PROPERTIES.items()
+                 if getattr(getattr(timing.Comparison, name), "fget", None) is None
+                 or getattr(timing.Comparison, name).fget.__code__ is not code]
+    return problems
+
+
 def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, labels: tuple[str, str] = ("baseline", "your version"),
                    inputs: Sequence | None = None, name: str | None = None, hint: str = "", **options) -> None:
     """Check that ``candidate`` is at least ``at_least`` times faster than ``baseline``.
@@ -116,6 +151,10 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
     Raises:
         AssertionError: with the measured speedup and its interval.
     """
+    tampered = harness_problems()
+    if tampered:
+        raise AssertionError(f"the notebook replaced part of the timing harness ({', '.join(tampered)}): "
+                             f"speed cannot be measured, so no speed points. Restart the kernel and remove that code.")
     result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
     print(result.summary())
     report.record(name or labels[1], result)

@@ -121,3 +121,140 @@ def speedup_vs_time(results: Sequence[Comparison], *, saving: float | None = Non
     ax.set_ylabel("speedup (x)")
     ax.legend(loc="best", fontsize="small")
     return ax
+
+
+def metric_curves(series: Mapping[str, Sequence[float]], *, x: Sequence[float] | None = None, ax=None,
+                  xlabel: str = "epoch", ylabel: str = "value", title: str | None = None):
+    """Metric values (accuracy, loss) per epoch or step for one or more named series.
+
+    Lesson 05 draws a metric reset every epoch next to the same metric never reset.
+
+    Args:
+        series: Label -> values, one per epoch (or step).
+        x: Shared x values (default: 1, 2, 3, ...).
+        ylabel: What the values are, e.g. ``"training accuracy"``.
+    """
+    ax = _axes(ax)
+    for label, values in series.items():
+        xs = np.arange(1, len(values) + 1) if x is None else np.asarray(x, float)
+        ax.plot(xs, np.asarray(values, float), marker="o", markersize=3, linewidth=1.2, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def loss_vs_time(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, ax=None, log: bool = False,
+                 ylabel: str = "training loss", title: str | None = None):
+    """Loss against elapsed wall time for one or more training runs, each on its own time axis.
+
+    Lesson 06 draws the same training loop run eagerly and inside ``tf.function``: at equal time
+    the faster loop has taken more steps, so its curve falls sooner.
+
+    Args:
+        curves: Label -> (elapsed seconds after each step, loss at that step).
+        log: Log-scale time axis (a long eager run next to a short compiled one).
+    """
+    ax = _axes(ax)
+    for label, (seconds, losses) in curves.items():
+        ax.plot(np.asarray(seconds, float), np.asarray(losses, float), linewidth=1, label=label)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("elapsed time (s)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+__all__.append("metric_curves")
+
+
+def break_even(eager: float, graph: float, first_call: float, *, steps: int | None = None, ax=None):
+    """Cumulative seconds against steps: eager, and a tf.function whose first call traces.
+
+    Lesson 03: the first call costs ``first_call`` seconds (trace plus one step), every later step
+    ``graph`` instead of ``eager``, so the lines cross after about
+    ``(first_call - graph) / (eager - graph)`` steps.
+
+    Args:
+        eager, graph: Seconds per step, eager and inside the tf.function.
+        first_call: Seconds of the tf.function's first call.
+        steps: Last step drawn (default: three times the break-even, at least 10).
+    """
+    from .timing import format_seconds
+
+    ax = _axes(ax)
+    crossing = (first_call - graph) / (eager - graph) if eager > graph else None
+    n = np.arange((steps or max(10, int(np.ceil(3 * crossing)) if crossing else 100)) + 1)
+    ax.plot(n, n * eager, label=f"eager, {format_seconds(eager)} per step")
+    ax.plot(n, np.where(n > 0, first_call + (n - 1).clip(min=0) * graph, 0.0),
+            label=f"tf.function, first call {format_seconds(first_call)}, then {format_seconds(graph)}")
+    if crossing is not None:
+        ax.axvline(crossing, color="tab:gray", linestyle=":", label=f"break-even after ~{crossing:.0f} steps")
+    ax.set_xlabel("training steps")
+    ax.set_ylabel("cumulative time (s)")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+__all__.append("break_even")
+
+
+def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "value", title: str | None = None):
+    """Scalars read back from TensorBoard event files (lesson 07's fallback when TensorBoard is blocked).
+
+    Args:
+        series: Label -> anything with ``steps`` and ``values`` (a `tfperf.events.Series`), e.g.
+            ``{"train": events.scalars(d, run="train")["epoch_loss"], "validation": ...}``.
+        ylabel: What the values are, e.g. ``"loss"``.
+    """
+    ax = _axes(ax)
+    for label, item in series.items():
+        steps, values = np.asarray(item.steps, float), np.asarray(item.values, float)
+        ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, linewidth=1.2, label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def logged_histograms(series, *, ax=None, title: str | None = None):
+    """One histogram series read back from event files: a bucket-count curve per step, darker = later.
+
+    Args:
+        series: Anything with ``steps`` and ``values`` of ``(buckets, 3)`` arrays of
+            ``[left edge, right edge, count]`` (a `tfperf.events.Series` of kind ``"histograms"``).
+    """
+    import matplotlib
+
+    ax = _axes(ax)
+    colors = matplotlib.colormaps["viridis_r"](np.linspace(0.1, 0.9, max(len(series.steps), 1)))
+    for index, (step, buckets) in enumerate(zip(series.steps, series.values)):
+        buckets = np.asarray(buckets, float)
+        label = f"step {step}" if index in (0, len(series.steps) - 1) else None
+        ax.plot((buckets[:, 0] + buckets[:, 1]) / 2, buckets[:, 2], color=colors[index], linewidth=1, label=label)
+    ax.set_xlabel("value")
+    ax.set_ylabel("count per bucket")
+    ax.set_title(title or getattr(series, "tag", ""))
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def logged_images(images, *, ax=None, title: str | None = None):
+    """Images read back from event files, side by side: an ``(n, h, w, c)`` uint8 array."""
+    ax = _axes(ax, size=(1.2 * len(images) + 0.5, 1.6))
+    strip = np.concatenate(list(np.asarray(images)), axis=1)
+    ax.imshow(strip.squeeze(-1) if strip.shape[-1] == 1 else strip, cmap="gray")
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+__all__ += ["logged_histograms", "logged_images", "logged_scalars"]

@@ -211,16 +211,29 @@ def _block(value) -> None:
             _block(item)
 
 
-def _caller(fn: Callable, inputs: Sequence | None, sync: bool) -> Callable[[], None]:
-    """Return a no-argument call of ``fn`` that cycles through ``inputs`` (argument tuples)."""
+def _caller(fn: Callable, inputs: Sequence | Callable[[int], Any] | None, sync: bool) -> Callable[[], None]:
+    """Return a no-argument call of ``fn`` fed from ``inputs``.
+
+    ``inputs`` is a sequence of argument tuples, cycled through, or a function of the call index
+    returning a fresh argument tuple for every call (so no answer can serve a cached result).
+    """
     if not callable(fn):
         raise TypeError(f"expected a callable, got {type(fn).__name__}; pass the function itself, e.g. compare(lambda: step(x), ...)")
-    if inputs is not None and len(inputs) == 0:
+    if inputs is None:
+        source = None
+    elif callable(inputs):
+        source = map(inputs, itertools.count())
+    elif len(inputs) == 0:
         raise ValueError("inputs must hold at least one argument tuple; got an empty sequence")
-    pool = itertools.cycle([args if isinstance(args, tuple) else (args,) for args in inputs]) if inputs is not None else None
+    else:
+        source = itertools.cycle(inputs)
 
     def call():
-        out = fn(*next(pool)) if pool is not None else fn()
+        if source is None:
+            out = fn()
+        else:
+            args = next(source)
+            out = fn(*(args if isinstance(args, tuple) else (args,)))
         if sync:
             _block(out)
 
@@ -253,7 +266,7 @@ def _bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resampl
     return float(low), float(high)
 
 
-def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | None = None, warmup: int = 3,
+def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = 3,
             repeats: int = 10, number: int | None = None, sample_time: float = 0.02, sync: bool = True,
             clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
     """Time one callable: warm-up, then ``repeats`` samples of ``number`` calls each.
@@ -261,7 +274,8 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | None =
     Args:
         fn: Called with no arguments, or with each tuple of ``inputs`` in turn.
         label: Name shown in summaries (default: the function's name).
-        inputs: Argument tuples to cycle through, so no answer can cache one result.
+        inputs: Argument tuples to cycle through, or a function of the call index returning fresh
+            arguments for every call, so no answer can serve a cached result.
         warmup: Discarded calls before timing (tracing happens here).
         repeats: Number of samples.
         number: Calls per sample; calibrated to ``sample_time`` when None.
@@ -283,7 +297,7 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | None =
 
 
 def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] = ("baseline", "candidate"),
-            inputs: Sequence | None = None, threshold: float | None = None, warmup: int = 3,
+            inputs: Sequence | Callable[[int], Any] | None = None, threshold: float | None = None, warmup: int = 3,
             min_rounds: int = 10, max_rounds: int = 200, budget: float = 5.0, sample_time: float = 0.02,
             confidence: float = 0.95, tolerance: float = 0.05, sync: bool = True,
             clock: Callable[[], float] | None = None, seed: int = 0, **metadata) -> Comparison:
@@ -297,7 +311,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
     Args:
         baseline, candidate: Callables doing the same work (no arguments, or see ``inputs``).
         labels: Names of the two in summaries and plots.
-        inputs: Argument tuples cycled through by both callables.
+        inputs: Argument tuples cycled through by both callables, or a function of the call index
+            returning fresh arguments (each callable gets the same sequence of inputs).
         threshold: Speedup the candidate must clear (`Comparison.passed`).
         warmup: Discarded calls of each before timing.
         min_rounds, max_rounds: Bounds on paired rounds.

@@ -1,0 +1,134 @@
+"""Broken and dishonest submissions, graded through the instructor's path (`grading.grade`).
+
+Every case in hostile.py states its expected outcome; the whole batch must grade without crashing,
+give every case a clear report, leave the submitted files untouched, and be resumable.
+"""
+
+import hashlib
+import os
+import pathlib
+import re
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import course, grading
+from hostile import CASES, LESSON
+from pipeline import scores
+
+pytestmark = pytest.mark.pipeline
+BY_NAME = {case.name: case for case in CASES}
+
+
+def _write(folder: pathlib.Path, case) -> pathlib.Path:
+    built = case.build()
+    path = folder / case.name / f"{LESSON.id}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(built if isinstance(built, bytes) else __import__("json").dumps(built).encode())
+    return path
+
+
+def _digest(folder: pathlib.Path) -> dict:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    for case in CASES:
+        _write(folder, case)
+    before = _digest(folder)
+    for path in folder.rglob("*"):  # read-only, as collected submissions should be
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    work = tmp_path_factory.mktemp("work")
+    began = time.monotonic()
+    results = grading.grade(folder, work=work, cell_timeout=20, workers=2, progress=False)
+    elapsed = time.monotonic() - began
+    return folder, work, {r.student: r for r in results}, before, elapsed
+
+
+@pytest.mark.parametrize("name", [case.name for case in CASES])
+def test_each_case_gets_its_stated_outcome(batch, name):
+    case, result = BY_NAME[name], batch[2][name]
+    report = "\n".join(result.lines())
+    if case.error:
+        assert result.error and re.search(case.error, result.error), report
+    got = scores(result)
+    assert all(got.get(cell) == max_points(cell) for cell in case.full), report
+    assert all(got.get(cell) == 0 for cell in case.zero), report
+    if case.note:
+        for expected in case.note.split("|"):
+            assert any(expected in note for note in result.notes), report
+    for cell, status in case.status.items():
+        assert next(c.status for c in result.cells if c.id == cell) == status, report
+
+
+def max_points(cell_id: str) -> float:
+    return next(cell["points"] for cell in LESSON.grade_cells() if cell["id"] == cell_id)
+
+
+def test_every_case_is_reported_and_listed_in_the_csv(batch):
+    folder, work, results, _, _ = batch
+    assert set(results) == set(BY_NAME)
+    rows = (work / "grades.csv").read_text().splitlines()[1:]
+    assert sorted(row.split(",")[0] for row in rows) == sorted(BY_NAME)
+
+
+def test_grading_never_modifies_a_submitted_file(batch):
+    folder, _, _, before, _ = batch
+    assert _digest(folder) == before
+
+
+def test_timed_out_cell_is_named_in_the_report(batch):
+    result = batch[2]["infinite_loop"]
+    assert any("ran out of time" in note and "handle_rejects_bad_elements" in note for note in result.notes), result.lines()
+
+
+def test_regrading_reuses_finished_results_unless_forced(batch):
+    folder, work, results, _, _ = batch
+    began = time.monotonic()
+    again = {r.student: r for r in grading.grade(folder, work=work, progress=False)}
+    assert time.monotonic() - began < 30  # nothing executed again
+    assert {name: scores(r) for name, r in again.items()} == {name: scores(r) for name, r in results.items()}
+
+
+def test_manual_grades_survive_an_autograde_rerun(batch, tmp_path):
+    folder, work, _, _, _ = batch
+    db = f"sqlite:///{work / 'gradebook.db'}"
+    with Gradebook(db, course_id=course.COURSE_ID) as gradebook:
+        grade = gradebook.find_grade("when_handles_matter", LESSON.id, LESSON.id, "exception")
+        grade.manual_score = 1.0
+        gradebook.db.commit()
+    single = tmp_path / "one"
+    (single / "exception").mkdir(parents=True)
+    (single / "exception" / f"{LESSON.id}.ipynb").write_bytes((folder / "exception" / f"{LESSON.id}.ipynb").read_bytes())
+    (result,) = grading.grade(single, work=work, force=True, progress=False)
+    assert scores(result)["when_handles_matter"] == 1.0
+    with Gradebook(db, course_id=course.COURSE_ID) as gradebook:
+        assert gradebook.find_grade("when_handles_matter", LESSON.id, LESSON.id, "exception").manual_score == 1.0
+
+
+def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(batch, tmp_path):
+    folder = tmp_path / "class"
+    for student in ("first", "second"):
+        (folder / student).mkdir(parents=True)
+        (folder / student / f"{LESSON.id}.ipynb").write_bytes((batch[0] / "kernel_crash" / f"{LESSON.id}.ipynb").read_bytes())
+    work = tmp_path / "work"
+    tool = str(pathlib.Path(sys.executable).parent / "tfperf-lab")
+    process = subprocess.Popen([tool, "grade", str(folder), "--work", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    states = work / "state"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(states.rglob("*.json"))) < 1:
+        time.sleep(0.5)
+    os.killpg(process.pid, 9)
+    process.wait()
+    finished = {p: p.stat().st_mtime for p in states.rglob("*.json")}
+    assert len(finished) == 1, "the run should have been killed after the first submission"
+    results = grading.grade(folder, work=work, progress=False)
+    assert {p: p.stat().st_mtime for p in finished} == finished  # the finished one was not graded again
+    assert len(list(states.rglob("*.json"))) == 2 and all("kernel died" in (r.error or "") for r in results)
