@@ -65,6 +65,22 @@ def cmd_run(args) -> int:
     return 0 if clean else 1
 
 
+def cmd_flake(args) -> int:
+    """Grade reference solutions (and unoptimized answers) N times; print each speed check's pass rate."""
+    import json
+
+    from . import flake
+
+    rows = flake.measure(args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants)
+    table = flake.render(rows, hogs=args.hog, workers=args.workers)
+    print(table)
+    if args.out:
+        pathlib.Path(args.out).write_text(json.dumps({"hogs": args.hog, "workers": args.workers, "rows": rows}, indent=1))
+    bad = flake.wrong(rows)
+    print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
+    return 1 if bad else 0
+
+
 def cmd_validate(args) -> int:
     """nbgrader's Validator: every test passes on the source, every visible test fails on the student version."""
     from nbgrader.validator import Validator
@@ -144,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
     run.add_argument("--out", default="report", help="folder for course-report.md and course-report.png")
     run.set_defaults(func=cmd_run)
+
+    flake = sub.add_parser("flake", help=cmd_flake.__doc__)
+    flake.add_argument("lessons", nargs="*", help="lesson ids (default: all with speed checks)")
+    flake.add_argument("--runs", type=int, default=20, help="gradings per answer (default 20)")
+    flake.add_argument("--hog", type=int, default=0, metavar="N", help="keep N cores busy while grading")
+    flake.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
+    flake.add_argument("--variants", action="store_true", help="also grade the correct-but-unoptimized answers")
+    flake.add_argument("--out", help="write the rows as JSON")
+    flake.set_defaults(func=cmd_flake)
 
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
     validate.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

@@ -168,9 +168,14 @@ def _tamper_notes(notebook: dict, release: dict) -> list[str]:
             notes.append(f"test cell {name} was deleted: restored from the release and graded")
         elif mine.get("cell_type") != cell["cell_type"]:
             notes.append(f"test cell {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
-        elif "".join(mine.get("source", "")).strip() != "".join(cell["source"]).strip():
+        elif _visible(_text(mine.get("source"))) != _visible(_text(cell["source"])):
             notes.append(f"test cell {name} was edited: the original was restored and graded")
     return notes
+
+
+def _visible(source: str) -> str:
+    """A test cell as learners see it: without its hidden region (an instructor's copy still has it)."""
+    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", source, flags=re.S).strip()
 
 
 def _tampering(notebook: dict) -> list[str]:
@@ -413,10 +418,10 @@ def _finished(work: pathlib.Path, student: str, path: pathlib.Path) -> Submissio
 
 
 def _grade_one(work: pathlib.Path, student: str, path: pathlib.Path, lesson_id: str, notes: list[str], *,
-               timeout: float | None, cell_timeout: int | None) -> SubmissionResult:
+               timeout: float | None, cell_timeout: int | None, with_feedback: bool) -> SubmissionResult:
     result = autograde(work, lesson_id, student, timeout=timeout, cell_timeout=cell_timeout)
     result.notes[:0] = notes
-    result.feedback = feedback(work, lesson_id, student)
+    result.feedback = feedback(work, lesson_id, student) if with_feedback else None
     state = _state_file(work, student, lesson_id)
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"sha256": _sha256(path), "source": str(path), "result": result.to_dict()}), encoding="utf-8")
@@ -425,7 +430,7 @@ def _grade_one(work: pathlib.Path, student: str, path: pathlib.Path, lesson_id: 
 
 def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: pathlib.Path | None = None,
           timeout: float | None = None, cell_timeout: int | None = None, workers: int = 1, force: bool = False,
-          progress: bool = True) -> list[SubmissionResult]:
+          with_feedback: bool = True, progress: bool = True) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless
@@ -451,7 +456,8 @@ def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: p
     if queued:
         prepare(work, sorted({lesson_id for _, _, lesson_id, _ in queued}))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(_grade_one, work, student, path, lesson_id, notes, timeout=timeout, cell_timeout=cell_timeout)
+        futures = [pool.submit(_grade_one, work, student, path, lesson_id, notes, timeout=timeout, cell_timeout=cell_timeout,
+                               with_feedback=with_feedback)
                    for student, path, lesson_id, notes in queued]
         for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",
                            disable=not progress):

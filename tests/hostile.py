@@ -30,6 +30,7 @@ class Case:
     error: str | None = None  # text the submission-level error must contain
     note: str | None = None  # text one of the notes must contain
     status: dict = dataclasses.field(default_factory=dict)  # cell -> status
+    filename: str = f"{LESSON.id}.ipynb"
 
 
 def reference() -> dict:
@@ -94,6 +95,8 @@ HANG = ('        if any(getattr(key, "name", "").startswith("stranger") for key 
 CACHED_RUN = (  # serve repeated inputs from a cache: fast on a cycled pool of test inputs, not on fresh ones
     "    cache = {}\n"
     "    def cached_run(feed_dict):\n"
+    "        if len(feed_dict) != len(feed) or any(p not in feed_dict for p in feed):\n"
+    "            return run_callable(feed_dict)\n"
     "        key = b''.join(np.asarray(feed_dict[p]).tobytes() for p in feed)\n"
     "        if key not in cache:\n            cache[key] = run_callable(feed_dict)\n"
     "        return cache[key]\n"
@@ -117,7 +120,8 @@ CASES = [
     Case("metadata_and_ids_stripped", lambda: _strip_metadata(reference(), ids=True), error="nbgrader metadata"),
     Case("invalid_json", lambda: json.dumps(reference())[:-200].encode(), error="not valid notebook JSON"),
     Case("empty_file", lambda: b"", error="is empty"),
-    Case("unknown_lesson", lambda: _strip_metadata(_retag(reference(), "99_unknown"), ids=True), error="cannot tell which lesson"),
+    Case("unknown_lesson", lambda: _strip_metadata(_retag(reference(), "99_unknown"), ids=True), error="cannot tell which lesson",
+         filename="homework.ipynb"),
     Case("fake_perf_counter", lambda: _append_to_answer(sleepy(), "import time, itertools\n_ticks = itertools.count()\n"
                                                                "time.perf_counter = lambda: next(_ticks) * 1e-9"),
          full=STRUCTURE, zero=("handle_is_faster",), note="timing harness"),

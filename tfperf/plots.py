@@ -258,3 +258,41 @@ def logged_images(images, *, ax=None, title: str | None = None):
 
 
 __all__ += ["logged_histograms", "logged_images", "logged_scalars"]
+
+
+def timeline(spans: Mapping[str, Sequence[tuple[float, float]]], *, ax=None, title: str | None = None):
+    """Gantt chart of work spans: one row per label (e.g. producer, consumer), one bar per span.
+
+    Args:
+        spans: Label -> ``(start, end)`` times in seconds (e.g. ``time.perf_counter()`` values).
+            Overlapping spans of one label (parallel work) are drawn in extra lanes under it.
+
+    Times are shown in ms from the earliest start. Introduced in lesson 04 (tf.data overlap).
+    """
+    lanes = []  # (row label, colour index, spans)
+    for colour, (label, rows) in enumerate(spans.items()):
+        ends: list[float] = []
+        mine: list[list[tuple[float, float]]] = []
+        for start, end in sorted(rows):
+            lane = next((i for i, last in enumerate(ends) if last <= start), len(ends))
+            if lane == len(ends):
+                ends.append(end)
+                mine.append([])
+            ends[lane] = end
+            mine[lane].append((start, end))
+        lanes += [(label if i == 0 else f"{label} ({i + 1})", colour, row) for i, row in enumerate(mine)]
+    if not lanes:
+        raise ValueError("timeline needs at least one (start, end) span; got none")
+    origin = min(start for _, _, row in lanes for start, _ in row)
+    ax = _axes(ax, size=(7.0, 0.45 * len(lanes) + 1.2))
+    for index, (_, colour, row) in enumerate(lanes):
+        ax.broken_barh([((s - origin) * 1e3, (e - s) * 1e3) for s, e in row], (index - 0.35, 0.7), color=f"C{colour % 10}")
+    ax.set_yticks(range(len(lanes)), [label for label, _, _ in lanes])
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel("time (ms)")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+__all__.append("timeline")

@@ -247,21 +247,29 @@ def op_table(events: Iterable[TraceEvent], *, n: int | None = 10, by: str = "op"
     return OpTable(rows, total, by)
 
 
-def plot_timeline(events: Sequence[TraceEvent], *, ax=None, highlight: int = 3, title: str | None = None):
-    """One lane per device and thread, one bar per op; the ``highlight`` costliest op types in colour.
+def plot_timeline(events: Sequence[TraceEvent], *, ax=None, highlight: int = 3, ops: Sequence[str] | None = None,
+                  title: str | None = None):
+    """One lane per device and thread, one bar per op; some op types in colour, the rest grey.
 
-    Returns the Axes (x axis in milliseconds since the first event).
+    Args:
+        events: Records from `chrome_events` or `xplane_events`.
+        highlight: How many of the costliest op types get a colour (see `op_table`).
+        ops: Op types to colour instead, e.g. ``["AssignSubVariableOp"]``.
+
+    Returns the Axes (x axis in milliseconds since the first event). Very short ops are drawn at a
+    minimum width, so they stay visible.
     """
     if ax is None:
         import matplotlib.pyplot as plt  # noqa: PLC0415
 
         ax = plt.subplots(figsize=(8.0, 3.0), layout="constrained")[1]
     lanes = sorted({(e.device, e.thread) for e in events})
-    top = [row.key for row in op_table(events, n=highlight)] if events and highlight > 0 else []
+    top = list(ops) if ops is not None else [row.key for row in op_table(events, n=highlight)] if events and highlight > 0 else []
     colors = {op: f"C{i}" for i, op in enumerate(top)}
+    narrowest = max((e.end for e in events), default=0.0) * 1e3 / 400
     for index, lane in enumerate(lanes):
-        bars = [e for e in events if (e.device, e.thread) == lane]
-        ax.broken_barh([(e.start * 1e3, max(e.duration * 1e3, 1e-3)) for e in bars], (index - 0.4, 0.8),
+        bars = sorted((e for e in events if (e.device, e.thread) == lane), key=lambda e: e.op in colors)  # coloured on top
+        ax.broken_barh([(e.start * 1e3, max(e.duration * 1e3, narrowest)) for e in bars], (index - 0.4, 0.8),
                        facecolors=[colors.get(e.op, "lightgray") for e in bars])
     ax.set_yticks(range(len(lanes)), [f"{device} / {thread}" for device, thread in lanes], fontsize="small")
     ax.invert_yaxis()

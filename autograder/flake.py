@@ -1,0 +1,109 @@
+"""How often speed checks give the wrong answer: the reference graded N times, unoptimized answers N times.
+
+A correct answer must pass every speed check on every run, also with a CPU hog beside it; a correct
+but unoptimized answer (see `autograder.variants`) must fail every speed check on every run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tqdm.auto import tqdm
+
+from . import course, grading, variants
+
+HOG = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def cpu_hogs(count: int):
+    """Keep ``count`` cores busy with spinning processes for the duration of the block."""
+    processes = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+
+
+def _submissions(lesson: course.Lesson, runs: int, with_variants: bool, folder: pathlib.Path) -> list[tuple[str, str, pathlib.Path]]:
+    """(kind, student, path): kind is "reference" or a variant name."""
+    entries = []
+    sources = [("reference", course.read_notebook(lesson.source))]
+    if with_variants:
+        sources += [(variant.name, variant.notebook()) for variant in variants.for_lesson(lesson.id)]
+    for kind, notebook in sources:
+        for run in range(runs):
+            path = folder / f"{kind}-{run:02d}" / f"{lesson.id}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(notebook), encoding="utf-8")
+            entries.append((kind, f"{kind}-{run:02d}", path))
+    return entries
+
+
+def measure(lesson_ids: list[str] | None, *, runs: int, hogs: int = 0, workers: int = 1, with_variants: bool = False,
+            progress: bool = True) -> list[dict]:
+    """Grade and summarise: one row per (lesson, speed check, kind of answer)."""
+    chosen = [course.lesson(i) for i in lesson_ids] if lesson_ids else course.lessons()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tfperf-flake-") as scratch:
+        work, folder = pathlib.Path(scratch) / "work", pathlib.Path(scratch) / "in"
+        grading.prepare(work, [lesson.id for lesson in chosen])
+        for lesson in chosen:
+            checks = grading.speed_checks(lesson)
+            if not checks:
+                continue
+            entries = _submissions(lesson, runs, with_variants, folder)
+            for _, student, path in entries:
+                grading.submit(path, work, student, lesson.id)
+            began = time.monotonic()
+            with cpu_hogs(hogs), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(grading.autograde, work, lesson.id, student): kind for kind, student, _ in entries}
+                results = [(futures[f], f.result()) for f in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
+                                                                  desc=f"{lesson.id} x{runs}", disable=not progress)]
+            elapsed = time.monotonic() - began
+            for kind in sorted({kind for kind, _ in results}):
+                graded = [result for k, result in results if k == kind]
+                for cell_id, names in checks.items():
+                    rows.append(_row(lesson.id, cell_id, names, kind, graded, elapsed / len(results)))
+    return rows
+
+
+def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list, seconds: float) -> dict:
+    scores = [next((c.score for c in result.cells if c.id == cell_id), 0) or 0 for result in graded]
+    points = next(c.max_score for c in graded[0].cells if c.id == cell_id)
+    measured = [m for result in graded for m in result.measurements if m["name"] in names]
+    return {
+        "lesson": lesson_id, "cell": cell_id, "answer": kind, "runs": len(graded),
+        "passed": sum(score == points for score in scores),
+        "speedup_median": statistics.median(m["speedup"] for m in measured) if measured else None,
+        "ci_low_min": min(m["ci"][0] for m in measured) if measured else None,
+        "ci_high_max": max(m["ci"][1] for m in measured) if measured else None,
+        "threshold": measured[0]["threshold"] if measured else None,
+        "seconds_per_notebook": seconds,
+    }
+
+
+def render(rows: list[dict], *, hogs: int, workers: int) -> str:
+    lines = [f"speed checks: {hogs} busy core(s) beside grading, {workers} worker(s)",
+             "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold |",
+             "|---|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    for r in rows:
+        lines.append(f"| {r['lesson']} | {r['cell']} | {r['answer']} | {r['passed']} / {r['runs']} | {fmt(r['speedup_median'])} | "
+                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} |")
+    return "\n".join(lines)
+
+
+def wrong(rows: list[dict]) -> int:
+    """False failures of the reference plus false passes of unoptimized answers."""
+    return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
