@@ -48,6 +48,61 @@ VARIANTS = [
             keeps=("handle_matches_sess_run", "handle_rejects_bad_elements"), loses=("handle_built_once", "handle_is_faster")),
 ]
 
+_FINALIZE = "        self.graph.finalize()\n"
+_AUGMENT_CALL = ("        feed = {self.image: image, self.flip: flip, self.brightness: brightness, self.contrast: contrast}\n"
+                 "        return self.session.run(self.output, feed)\n")
+VARIANTS.append(Variant(
+    "02_graph_growth", "leaky_loop", "augmenter_solution",
+    ((_FINALIZE, ""), (_AUGMENT_CALL, "        with self.graph.as_default():\n            output = augment_ops(image, flip, brightness, contrast)\n"
+                                     "        return self.session.run(output)\n")),
+    keeps=("augmenter_matches_leaky",),
+    loses=("augmenter_graph_stays_fixed", "augmenter_graph_finalized", "augmenter_time_flat", "augmenter_beats_leaky")))
+VARIANTS.append(Variant(
+    "06_gradient_tape", "eager_train_step", "train_step_solution", (("    @tf.function\n    def train_step", "    def train_step"),),
+    keeps=("train_step_matches_reference", "train_step_skips_none_gradients", "train_step_loss_falls_on_mnist"),
+    loses=("train_step_traced_once", "train_step_is_faster")))
+VARIANTS.append(Variant(
+    "09_nan_checks", "checks_left_on", "first_nonfinite_op_solution",
+    (("    except tf.errors.InvalidArgumentError as error:\n"
+      "        found = re.search(r\"node (\\S+)/CheckNumericsV2\", error.message)\n"
+      "        if found is None:\n            raise\n        return found.group(1)\n"
+      "    finally:\n        tf.debugging.disable_check_numerics()\n    return None\n",
+      "    except tf.errors.InvalidArgumentError as error:\n"
+      "        return re.search(r\"node (\\S+)/CheckNumericsV2\", error.message).group(1)\n"
+      "    tf.debugging.disable_check_numerics()  # only reached when nothing failed\n    return None\n"),),
+    keeps=("first_op_named",), loses=("checks_switched_off", "eager_full_speed_after")))
+
+_PREPROCESS = ('    x = tf.cast(images, tf.float32)[..., tf.newaxis] / 255.0\n'
+               '    x = tf.image.per_image_standardization(x)\n'
+               '    return tf.nn.conv2d(x, tf.ones([3, 3, 1, 1]) / 9.0, strides=1, padding="SAME")\n')
+for _name, _wrap in (("numpy_function_wrapper", "tf.numpy_function(preprocess_numpy, [images], tf.float32)"),
+                     ("py_function_wrapper", "tf.py_function(lambda batch: preprocess_numpy(batch.numpy()), [images], tf.float32)")):
+    VARIANTS.append(Variant("08_timeline_profiler", _name, "preprocess_tf_solution",
+                            ((_PREPROCESS, f"    out = {_wrap}\n    out.set_shape([None, 28, 28, 1])\n    return out\n"),),
+                            keeps=("fixed_matches_numpy",), loses=("fixed_has_no_python_op", "fixed_step_is_faster")))
+
+_A_DECORATOR = "    @tf.function(input_signature=signature)\n    def step(x, y):\n"
+VARIANTS.append(Variant("03_tf_function", "eager_train_step", "make_train_step_solution", ((_A_DECORATOR, "    def step(x, y):\n"),),
+                        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster")))
+VARIANTS.append(Variant("03_tf_function", "retracing_step_unchanged", "make_fast_step_solution",
+                        (("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    return make_slow_step(w, b)\n"),),
+                        keeps=("fast_step_same_result",), loses=("fast_step_traces_at_most_twice", "fast_step_is_faster")))
+
+VARIANTS.append(Variant("04_tf_data", "naive_pipeline", "fast_pipeline_solution",
+                        (("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    return naive_pipeline(files, read, augment, "
+                                                       "batch_size=batch_size, shuffle_buffer=shuffle_buffer)\n"),),
+                        keeps=("fast_pipeline_same_examples", "fast_pipeline_augments_every_epoch"),
+                        loses=("fast_pipeline_structure", "fast_pipeline_is_faster")))
+
+_GATED = ("            if step % histogram_every == 0:\n"
+          "                for variable in model.trainable_variables:\n"
+          "                    tf.summary.histogram(f\"weights/{variable.path}\", variable, step=step)\n")
+VARIANTS.append(Variant("07_tensorboard", "histograms_every_step", "train_logged_solution",
+                        ((_GATED, "            for variable in model.trainable_variables:  # every step\n"
+                                  "                tf.summary.histogram(f\"weights/{variable.path}\", variable, step=step)\n"),),
+                        keeps=("scalars_every_step", "scalar_values_match", "weight_histograms_match"),
+                        loses=("histograms_every_n_steps", "logging_every_n_is_faster")))
+
 
 def for_lesson(lesson_id: str) -> list[Variant]:
     return [variant for variant in VARIANTS if variant.lesson == lesson_id]

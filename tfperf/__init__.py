@@ -1,11 +1,12 @@
 """tfperf: the helpers every TF Performance Lab lesson imports.
 
 One module per concern: `env` (setup, profile, fingerprint), `timing` (the harness), `data`
-(MNIST that works offline), `plots`, `checks` (assertions for exercise tests) and `report`
-(measurement records). Importing the package does not import TensorFlow.
+(MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `report`
+(measurement records), `events` (TensorBoard event files read back) and `trace` (timeline and
+profiler traces as plain records). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, plots, report, timing
+from . import checks, data, env, events, plots, report, timing, trace
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -24,10 +25,12 @@ __all__ = [
     "count_calls",
     "data",
     "env",
+    "events",
     "load_mnist",
     "measure",
     "plots",
     "record",
     "report",
     "timing",
+    "trace",
 ]

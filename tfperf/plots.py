@@ -225,7 +225,10 @@ def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "valu
 
 
 def logged_histograms(series, *, ax=None, title: str | None = None):
-    """One histogram series read back from event files: a bucket-count curve per step, darker = later.
+    """One histogram series read back from event files: a density curve per step, darker = later.
+
+    Buckets get wider as the weights spread, so counts are divided by the bucket width (a step whose
+    values are all equal, such as zero-initialised biases, has no width and draws nothing).
 
     Args:
         series: Anything with ``steps`` and ``values`` of ``(buckets, 3)`` arrays of
@@ -236,11 +239,13 @@ def logged_histograms(series, *, ax=None, title: str | None = None):
     ax = _axes(ax)
     colors = matplotlib.colormaps["viridis_r"](np.linspace(0.1, 0.9, max(len(series.steps), 1)))
     for index, (step, buckets) in enumerate(zip(series.steps, series.values)):
-        buckets = np.asarray(buckets, float)
+        left, right, count = np.asarray(buckets, float).reshape(-1, 3).T
+        width = right - left
+        density = np.divide(count, width, out=np.full_like(count, np.nan), where=width > 0)
         label = f"step {step}" if index in (0, len(series.steps) - 1) else None
-        ax.plot((buckets[:, 0] + buckets[:, 1]) / 2, buckets[:, 2], color=colors[index], linewidth=1, label=label)
+        ax.plot((left + right) / 2, density, color=colors[index], linewidth=1, label=label)
     ax.set_xlabel("value")
-    ax.set_ylabel("count per bucket")
+    ax.set_ylabel("weights per unit value")
     ax.set_title(title or getattr(series, "tag", ""))
     ax.legend(loc="best", fontsize="small")
     return ax

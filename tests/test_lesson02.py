@@ -1,0 +1,71 @@
+"""Lesson 02's exercise against answers that are correct but do not build the graph once.
+
+The article's leaky loop (new ops for every image) and the article's fix (a new graph and session for
+every image) return the right images, so they keep the correctness points; they lose the structure
+and speed points, every time. A graph built once but never finalized loses only the finalize point.
+"""
+
+import pytest
+
+from autograder import course, grading
+from pipeline import scores, with_solution, write_submission
+
+pytestmark = pytest.mark.pipeline
+LESSON = course.lesson("02_graph_growth")
+FINALIZE = "        self.graph.finalize()\n"
+CALL = ("        feed = {self.image: image, self.flip: flip, self.brightness: brightness, self.contrast: contrast}\n"
+        "        return self.session.run(self.output, feed)\n")
+VARIANTS = {
+    "leaky_loop": {
+        FINALIZE: "",
+        CALL: ("        with self.graph.as_default():\n"
+               "            output = augment_ops(image, flip, brightness, contrast)\n"
+               "        return self.session.run(output)\n"),
+    },
+    "new_graph_per_image": {
+        CALL: ("        self.graph = tf.Graph()\n"
+               "        with self.graph.as_default():\n"
+               "            output = augment_ops(image, flip, brightness, contrast)\n"
+               "        self.graph.finalize()\n"
+               "        with v1.Session(graph=self.graph) as self.session:\n"
+               "            return self.session.run(output)\n"),
+    },
+    "not_finalized": {FINALIZE: ""},
+}
+CORRECT = {"augmenter_matches_leaky": 2}
+EXPECTED = {
+    "leaky_loop": {"augmenter_graph_stays_fixed": 0, "augmenter_graph_finalized": 0, "augmenter_time_flat": 0, "augmenter_beats_leaky": 0},
+    "new_graph_per_image": {"augmenter_graph_stays_fixed": 0, "augmenter_graph_finalized": 1, "augmenter_time_flat": 1,
+                            "augmenter_beats_leaky": 0},
+    "not_finalized": {"augmenter_graph_stays_fixed": 2, "augmenter_graph_finalized": 0, "augmenter_time_flat": 1,
+                      "augmenter_beats_leaky": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lesson02")
+    for student, replace in VARIANTS.items():
+        write_submission(folder, student, LESSON, with_solution(LESSON, "augmenter_solution", replace))
+    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
+    return {r.student: r for r in results}
+
+
+@pytest.mark.parametrize("student", sorted(VARIANTS))
+def test_correct_but_unoptimized_answers_keep_only_the_points_they_earn(graded, student):
+    result = graded[student]
+    assert result.error is None, result.lines()
+    got = scores(result)
+    expected = {**CORRECT, **EXPECTED[student]}
+    assert {cell: got[cell] for cell in expected} == expected, "\n".join(result.lines())
+
+
+@pytest.mark.parametrize("student", ["leaky_loop", "new_graph_per_image"])
+def test_slow_answers_are_measured_below_the_threshold(graded, student):
+    (measured,) = [m for m in graded[student].measurements if m["name"] == "exercise_augmenter_vs_leaky"]
+    assert measured["ci"][0] < 15.0 and not measured["passed"]
+
+
+def test_leaky_answer_slows_down_measurably(graded):
+    (measured,) = [m for m in graded["leaky_loop"].measurements if m["name"] == "exercise_augmenter_late_vs_early"]
+    assert measured["ci"][0] < 0.5 and not measured["passed"]

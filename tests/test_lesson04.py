@@ -1,0 +1,113 @@
+"""Lesson 04's exercises against answers that are correct but not optimized, and its timeline plot.
+
+Exercise 1 (augmentation that changes every epoch): the article's order (random shift, then
+`cache()`) keeps the examples point and loses the fresh-augmentation and structure points.
+Exercise 2 (a fast pipeline): `naive_pipeline` returned unchanged, and a serial pipeline that caches
+in the right place but reads one file at a time and has no prefetch, keep the correctness points
+and lose the structure and speed points.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+import tfperf
+from autograder import course, grading
+from pipeline import scores, with_solution, write_submission
+
+pytestmark = pytest.mark.pipeline
+LESSON = course.lesson("04_tf_data")
+FIXED, FAST = "fixed_pipeline_solution", "fast_pipeline_solution"
+FIXED_ORDER = (
+    "    dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # deterministic: cache it\n"
+    "    dataset = dataset.cache()\n"
+    "    dataset = dataset.shuffle(shuffle_buffer)\n"
+    "    dataset = dataset.map(random_shift, num_parallel_calls=tf.data.AUTOTUNE)  # random: after the cache\n"
+)
+ARTICLE_ORDER = (
+    "    dataset = dataset.map(lambda image, label: random_shift(*preprocess(image, label)), num_parallel_calls=tf.data.AUTOTUNE)\n"
+    "    dataset = dataset.cache()\n"
+    "    dataset = dataset.shuffle(shuffle_buffer)\n"
+)
+FAST_TO_SERIAL = {
+    "dataset.map(read, num_parallel_calls=tf.data.AUTOTUNE)": "dataset.map(read)",
+    "dataset.map(augment, num_parallel_calls=tf.data.AUTOTUNE)": "dataset.map(augment)",
+    "    return dataset.prefetch(tf.data.AUTOTUNE)\n": "    return dataset\n",
+}
+
+# name -> {solution cell: {old: new}}
+VARIANTS = {
+    "article_order_and_naive_pipeline": {
+        FIXED: {FIXED_ORDER: ARTICLE_ORDER},
+        FAST: {"    ### BEGIN SOLUTION\n": "    ### BEGIN SOLUTION\n    return naive_pipeline(files, read, augment, "
+                                          "batch_size=batch_size, shuffle_buffer=shuffle_buffer)\n"},
+    },
+    "cached_but_serial": {FAST: FAST_TO_SERIAL},
+}
+EXPECTED = {  # name -> (cells that keep their points, cells that score 0)
+    "article_order_and_naive_pipeline": (
+        ("fixed_pipeline_keeps_the_examples", "fast_pipeline_same_examples", "fast_pipeline_augments_every_epoch"),
+        ("fixed_pipeline_changes_every_epoch", "fixed_pipeline_caches_before_random_work", "fast_pipeline_structure",
+         "fast_pipeline_is_faster"),
+    ),
+    "cached_but_serial": (
+        ("fixed_pipeline_changes_every_epoch", "fixed_pipeline_keeps_the_examples", "fixed_pipeline_caches_before_random_work",
+         "fast_pipeline_same_examples", "fast_pipeline_augments_every_epoch"),
+        ("fast_pipeline_structure", "fast_pipeline_is_faster"),
+    ),
+}
+
+
+def variant_notebook(changes: dict[str, dict[str, str]]) -> dict:
+    """The reference solution with each solution cell's replacements applied."""
+    notebook = None
+    for cell_id, replace in changes.items():
+        changed = with_solution(LESSON, cell_id, replace)
+        if notebook is None:
+            notebook = changed
+        else:
+            source = next(cell["source"] for cell in changed["cells"] if cell.get("id") == cell_id)
+            next(cell for cell in notebook["cells"] if cell.get("id") == cell_id)["source"] = source
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lesson04")
+    for name, changes in VARIANTS.items():
+        write_submission(folder, name, LESSON, variant_notebook(changes))
+    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
+    return {r.student: r for r in results}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_unoptimized_answers_keep_correctness_and_lose_structure_and_speed_points(graded, name):
+    result, (keeps, loses) = graded[name], EXPECTED[name]
+    assert result.error is None, result.lines()
+    got = scores(result)
+    assert all(got[cell] > 0 for cell in keeps), "\n".join(result.lines())
+    assert all(got[cell] == 0 for cell in loses), "\n".join(result.lines())
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_unoptimized_pipelines_are_measured_below_the_threshold(graded, name):
+    (measured,) = [m for m in graded[name].measurements if m["name"] == "exercise_fast_pipeline"]
+    assert measured["ci"][0] < measured["threshold"] and not measured["passed"], measured
+
+
+def test_timeline_puts_overlapping_spans_in_extra_lanes():
+    spans = {"read": [(0.0, 0.020), (0.001, 0.021), (0.020, 0.040)], "train": [(0.021, 0.031)]}
+    ax = tfperf.plots.timeline(spans, title="t")
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["read", "read (2)", "train"]
+    bars = [collection.get_paths() for collection in ax.collections]
+    assert [len(paths) for paths in bars] == [2, 1, 1]  # the third read reuses the first lane
+    assert ax.get_xlabel() == "time (ms)" and ax.get_title() == "t"
+    extent = ax.collections[2].get_paths()[0].get_extents()
+    assert extent.x0 == pytest.approx(21.0) and extent.x1 == pytest.approx(31.0)  # ms from the earliest start
+
+
+def test_timeline_rejects_no_spans():
+    with pytest.raises(ValueError, match="at least one"):
+        tfperf.plots.timeline({"read": [], "train": []})
