@@ -19,17 +19,22 @@ def write_submission(folder: pathlib.Path, student: str, lesson: course.Lesson, 
     return target
 
 
-def with_solution(lesson: course.Lesson, grade_id: str, replace: dict[str, str]) -> dict:
-    """The reference solution with text replacements applied to one solution cell."""
+def with_changes(lesson: course.Lesson, changes: dict[str, dict[str, str]]) -> dict:
+    """The reference solution with text replacements applied to several cells: {cell id: {old: new}}."""
     notebook = course.read_notebook(lesson.source)
     for cell in notebook["cells"]:
-        if cell.get("id") == grade_id:
+        if cell.get("id") in changes:
             text = "".join(cell["source"])
-            for old, new in replace.items():
-                assert old in text, f"{old!r} not in {grade_id}"
+            for old, new in changes[cell["id"]].items():
+                assert old in text, f"{old!r} not in {cell['id']}"
                 text = text.replace(old, new)
             cell["source"] = text
     return notebook
+
+
+def with_solution(lesson: course.Lesson, grade_id: str, replace: dict[str, str]) -> dict:
+    """The reference solution with text replacements applied to one solution cell."""
+    return with_changes(lesson, {grade_id: replace})
 
 
 def scores(result) -> dict[str, float | None]:

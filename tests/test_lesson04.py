@@ -15,7 +15,7 @@ import pytest
 
 import tfperf
 from autograder import course, grading
-from pipeline import scores, with_solution, write_submission
+from pipeline import scores, with_changes, write_submission
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("04_tf_data")
@@ -60,24 +60,11 @@ EXPECTED = {  # name -> (cells that keep their points, cells that score 0)
 }
 
 
-def variant_notebook(changes: dict[str, dict[str, str]]) -> dict:
-    """The reference solution with each solution cell's replacements applied."""
-    notebook = None
-    for cell_id, replace in changes.items():
-        changed = with_solution(LESSON, cell_id, replace)
-        if notebook is None:
-            notebook = changed
-        else:
-            source = next(cell["source"] for cell in changed["cells"] if cell.get("id") == cell_id)
-            next(cell for cell in notebook["cells"] if cell.get("id") == cell_id)["source"] = source
-    return notebook
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("lesson04")
     for name, changes in VARIANTS.items():
-        write_submission(folder, name, LESSON, variant_notebook(changes))
+        write_submission(folder, name, LESSON, with_changes(LESSON, changes))
     results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
     return {r.student: r for r in results}
 

@@ -9,7 +9,7 @@ and loses the extreme-logits and training points.
 import pytest
 
 from autograder import course, grading
-from pipeline import scores, write_submission
+from pipeline import scores, with_changes, write_submission
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("09_nan_checks")
@@ -42,22 +42,11 @@ SUBMISSIONS = {
 INEXACT_LOSS = {"stable_loss_matches_article": 1}, ("stable_loss_extreme_logits", "stable_loss_trains")
 
 
-def _notebook(changes: dict) -> dict:
-    notebook = course.read_notebook(LESSON.source)
-    for cell in notebook["cells"]:
-        if cell.get("id") in changes:
-            old, new = changes[cell["id"]]
-            text = "".join(cell["source"])
-            assert old in text, f"{old!r} not in {cell['id']}"
-            cell["source"] = text.replace(old, new)
-    return notebook
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("lesson09")
     for student, changes in SUBMISSIONS.items():
-        write_submission(folder, student, LESSON, _notebook(changes))
+        write_submission(folder, student, LESSON, with_changes(LESSON, {cell: dict([pair]) for cell, pair in changes.items()}))
     results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
     return {r.student: r for r in results}
 
