@@ -1,7 +1,5 @@
 """Shared test helpers: a fake clock for the timing harness, and result factories."""
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -45,6 +43,3 @@ def no_real_mnist(tmp_path, monkeypatch):
     tfperf.data._load_full.cache_clear()
     yield
     tfperf.data._load_full.cache_clear()
-
-
-counter = itertools.count()

@@ -7,7 +7,6 @@ notebooks are. `expected` names cells that must score full marks and cells that 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from autograder import course, grading, lint
-from pipeline import scores, write_submission
+from pipeline import write_submission
 
 pytestmark = pytest.mark.pipeline
 # TFPERF_TEST_LESSONS=01,03 restricts these tests to some lessons while developing one (CI runs all).
