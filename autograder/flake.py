@@ -9,11 +9,13 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
+import os
 import pathlib
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from tqdm.auto import tqdm
@@ -21,6 +23,25 @@ from tqdm.auto import tqdm
 from . import course, grading, variants
 
 HOG = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def load_sampler(every: float = 5.0):
+    """Sample the 1-minute load average while the block runs; yields the list the samples go into."""
+    samples: list[float] = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(every):
+            samples.append(os.getloadavg()[0])
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join()
 
 
 @contextlib.contextmanager
@@ -66,7 +87,7 @@ def measure(lesson_ids: list[str] | None, *, runs: int, hogs: int = 0, workers: 
             for _, student, path in entries:
                 grading.submit(path, work, student, lesson.id)
             began = time.monotonic()
-            with cpu_hogs(hogs), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            with load_sampler() as load, cpu_hogs(hogs), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {pool.submit(grading.autograde, work, lesson.id, student): kind for kind, student, _ in entries}
                 results = [(futures[f], f.result()) for f in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
                                                                   desc=f"{lesson.id} x{runs}", disable=not progress)]
@@ -74,7 +95,8 @@ def measure(lesson_ids: list[str] | None, *, runs: int, hogs: int = 0, workers: 
             for kind in sorted({kind for kind, _ in results}):
                 graded = [result for k, result in results if k == kind]
                 for cell_id, names in checks.items():
-                    rows.append(_row(lesson.id, cell_id, names, kind, graded, elapsed / len(results)))
+                    rows.append(_row(lesson.id, cell_id, names, kind, graded, elapsed / len(results)) |
+                                {"load_median": statistics.median(load) if load else None})
     return rows
 
 
@@ -95,12 +117,12 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
 
 def render(rows: list[dict], *, hogs: int, workers: int) -> str:
     lines = [f"speed checks: {hogs} busy core(s) beside grading, {workers} worker(s)",
-             "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold |",
-             "|---|---|---|---|---|---|---|---|"]
-    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+             "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | load |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"
     for r in rows:
         lines.append(f"| {r['lesson']} | {r['cell']} | {r['answer']} | {r['passed']} / {r['runs']} | {fmt(r['speedup_median'])} | "
-                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} |")
+                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} | {fmt(r.get('load_median'))} |")
     return "\n".join(lines)
 
 
