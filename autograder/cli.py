@@ -12,11 +12,15 @@ from . import course
 
 
 def cmd_release(args) -> int:
-    """Regenerate ``lessons/`` (or ``--into``) from ``solutions/`` with nbgrader generate_assignment."""
+    """Stamp the shared cells into ``solutions/``, then regenerate ``lessons/`` (or ``--into``) with nbgrader."""
+    from . import stamp
+
     chosen = [course.lesson(i) for i in args.lessons] if args.lessons else course.lessons()
     target = pathlib.Path(args.into).resolve() if args.into else course.LESSONS
     with tempfile.TemporaryDirectory(prefix="tfperf-release-") as work:
         for lesson in chosen:
+            if stamp.stamp(lesson):
+                print(f"stamped the shared cells (badges, setup, self-check) into {lesson.source.relative_to(course.ROOT)}")
             done = course.nbgrader(["generate_assignment", lesson.id, "--force"], work=pathlib.Path(work), release=target)
             if done.returncode != 0:
                 print(done.output[-3000:], file=sys.stderr)

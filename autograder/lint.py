@@ -114,7 +114,14 @@ def structure(nb: dict) -> list[str]:
     return problems
 
 
-RULES = (no_outputs, grade_metadata, test_cells, structure)
+def shared_cells(nb: dict) -> list[str]:
+    """The Colab/Kaggle badges, the setup cell and the self-check summary match `autograder.stamp`."""
+    from . import stamp
+
+    return stamp.problems(nb)
+
+
+RULES = (no_outputs, grade_metadata, test_cells, structure, shared_cells)
 
 
 def lint(path: pathlib.Path) -> list[str]:

@@ -52,7 +52,8 @@ def test_comparison_plot_and_step_latency_return_their_axes(clock):
 def test_public_surface_is_the_documented_one():
     assert sorted(tfperf.__all__) == sorted([
         "Comparison", "TimingResult", "assert_close", "assert_raises", "assert_speedup", "checks", "compare",
-        "count_calls", "data", "env", "events", "load_mnist", "measure", "plots", "record", "report", "timing", "trace",
+        "count_calls", "data", "env", "events", "load_mnist", "measure", "plots", "record", "report", "selfcheck", "timing",
+        "trace",
     ])
     for name in tfperf.__all__:
         assert hasattr(tfperf, name)

@@ -1,12 +1,13 @@
 """tfperf: the helpers every TF Performance Lab lesson imports.
 
 One module per concern: `env` (setup, profile, fingerprint), `timing` (the harness), `data`
-(MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `report`
-(measurement records), `events` (TensorBoard event files read back) and `trace` (timeline and
-profiler traces as plain records). Importing the package does not import TensorFlow.
+(MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `selfcheck` (test
+cells that report themselves where nbgrader does not run), `report` (measurement records),
+`events` (TensorBoard event files read back) and `trace` (timeline and profiler traces as plain
+records). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, events, plots, report, timing, trace
+from . import checks, data, env, events, plots, report, selfcheck, timing, trace
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -31,6 +32,7 @@ __all__ = [
     "plots",
     "record",
     "report",
+    "selfcheck",
     "timing",
     "trace",
 ]

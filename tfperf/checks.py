@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import report, timing
+from . import report, selfcheck, timing
 
 __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls", "harness_problems"]
 
@@ -158,8 +158,9 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
     result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
     print(result.summary())
     report.record(name or labels[1], result)
+    low, high = result.ci
+    selfcheck.note(f"measured {result.speedup:.2f}x (CI {low:.2f}-{high:.2f}x), needs at least {at_least:g}x")
     if not result.passed:
-        low, high = result.ci
         raise AssertionError(
             f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
             f"({result.confidence:.0%} CI {low:.2f}-{high:.2f}x over {result.rounds} rounds).{_hint(hint)}"

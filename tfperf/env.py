@@ -164,6 +164,9 @@ def setup(*, seed: int | None = 0, verbose: bool = True) -> dict:
     quiet_tensorflow()
     if seed is not None:
         tf.keras.utils.set_random_seed(seed)
+    from . import selfcheck
+
+    selfcheck.install()  # test cells report passed/failed as they run (see tfperf.selfcheck)
     env = fingerprint()
     if verbose:
         print(

@@ -1,0 +1,151 @@
+"""Learners on Colab, Kaggle or a plain Jupyter: badges, the setup cell, and the self-check summary.
+
+The shared cells come from `autograder.stamp`, configured in pyproject's ``[tool.tfperf]``; the
+self-check is `tfperf.selfcheck`. The kernel test runs a small notebook in a real Jupyter kernel.
+"""
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import tomllib
+import types
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder import course, lint, stamp
+from tfperf import selfcheck
+
+CONFIG = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["tfperf"]
+LESSONS = course.lessons()
+
+
+def _cell(nb: dict, cell_id: str) -> str:
+    (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_lesson_opens_its_own_student_version_on_colab_and_kaggle(lesson):
+    for path in (lesson.source, lesson.release):
+        badge = _cell(course.read_notebook(path), "colab-badge")
+        targets = re.findall(r"\]\((https://[^)]+)\)", badge)
+        colab = [t for t in targets if t.startswith("https://colab.research.google.com/github/")]
+        kaggle = [t for t in targets if t.startswith("https://kaggle.com/kernels/welcome?src=https://github.com/")]
+        assert len(colab) == 1 and len(kaggle) == 1, badge
+        for url in colab + kaggle:
+            owner_name, branch, relative = re.search(r"github(?:\.com)?/([^/]+/[^/]+)/blob/([^/]+)/(.+)$", url).groups()
+            assert (owner_name, branch) == (CONFIG["repository"], CONFIG["branch"]), url
+            assert relative == f"lessons/{lesson.id}/{lesson.id}.ipynb" and (course.ROOT / relative).is_file(), url
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_setup_cell_installs_from_the_configured_repository_and_summary_lists_every_test(lesson):
+    nb = course.read_notebook(lesson.release)
+    setup = _cell(nb, "setup")
+    assert f"git+https://github.com/{CONFIG['repository']}@{CONFIG['branch']}" in setup
+    assert setup.rstrip().endswith("ENV = tfperf.env.setup()")
+    first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    assert first_code.get("id") == "setup", "the setup cell must be the first code cell"
+    assert nb["cells"][-1].get("id") == "self-check"
+    tests = [selfcheck.check_name("".join(c["source"])) for c in nb["cells"]
+             if c.get("metadata", {}).get("nbgrader", {}).get("grade") and c["cell_type"] == "code"]
+    summary = _cell(nb, "self-check")
+    assert tests and all(json.dumps(name, ensure_ascii=False) in summary for name in tests), summary
+
+
+def test_setup_preamble_installs_only_on_a_hosted_notebook_that_lacks_the_helpers(monkeypatch):
+    calls, present = [], {"tfperf": None}
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: present.get(name, object()))
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    preamble = stamp.HOSTED_INSTALL.format(install=stamp.install_spec())
+
+    exec(preamble, {})  # local machine without tfperf: the later `import tfperf` explains; no pip
+    assert calls == []
+    monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
+    exec(preamble, {})
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE")
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    exec(preamble, {})
+    present["tfperf"] = object()  # already installed (second run of the cell): nothing to do
+    exec(preamble, {})
+    wanted = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", f"git+https://github.com/{CONFIG['repository']}@{CONFIG['branch']}"]
+    assert calls == [wanted, wanted]
+
+
+def test_stamping_is_idempotent_and_lint_flags_stale_shared_cells():
+    nb = course.read_notebook(LESSONS[0].source)
+    assert stamp.stamped(nb) == nb and stamp.problems(nb) == []
+    stale = json.loads(json.dumps(nb))
+    stale["metadata"]["tfperf"]["lesson"] = "99_elsewhere"  # badge now points at the wrong lesson
+    assert any("colab-badge" in p for p in lint.shared_cells(stale))
+    moved = json.loads(json.dumps(nb))
+    moved["cells"].append(nbformat.v4.new_markdown_cell("a cell added after the summary"))
+    assert any("self-check" in p for p in lint.shared_cells(moved))
+    assert stamp.problems(stamp.stamped(moved)) == []
+
+
+def test_exercise_table_groups_checks_under_their_exercise_heading_with_points():
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "## 3. Exercise 1: a wrapper (3 points)"},
+        {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 2}}, "source": '"""Check that A."""\nassert 1'},
+        {"cell_type": "markdown", "metadata": {}, "source": "### Exercise B: another (1 point)\n\ntext"},
+        {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 1}}, "source": '"""Check that B."""\nassert 1'},
+        {"cell_type": "markdown", "metadata": {"nbgrader": {"grade": True, "solution": True, "points": 2}}, "source": "answer"},
+    ]}
+    assert stamp.exercises(nb) == ({"Exercise 1: a wrapper": [("Check that A.", 2)], "Exercise B: another": [("Check that B.", 1)]}, 2)
+
+
+@pytest.fixture
+def fresh_outcomes(monkeypatch):
+    monkeypatch.setattr(selfcheck, "_OUTCOMES", {})
+    monkeypatch.setattr(selfcheck, "_PENDING", [])
+
+
+def test_summary_counts_passed_failed_and_not_run_checks(fresh_outcomes):
+    assert selfcheck.record_cell("x = 1", None) is None
+    selfcheck.note("measured 1.10x (CI 0.90-1.30x), needs at least 2x")
+    failed = selfcheck.record_cell('"""Check that it is fast."""\nassert False', AssertionError("too slow\nmore"))
+    assert failed == selfcheck.Outcome("Check that it is fast.", False, "AssertionError: too slow",
+                                       ("measured 1.10x (CI 0.90-1.30x), needs at least 2x",))
+    selfcheck.record_cell('"""Check   that it\n  works."""', None)
+    text = selfcheck.summary_text({"Exercise 1": [("Check that it works.", 2), ("Check that it is fast.", 1)],
+                                   "Exercise 2": [("Check that it is new.", 3)]}, hand_graded=1)
+    lines = text.splitlines()
+    assert lines[0] == "Self-check: 1 of 3 test cells pass (2 of 6 autograded points)"
+    assert lines[1] == "Exercise 1: 2 of 3 points from the visible tests"
+    assert lines[2] == "  ✔ 2 pt  Check that it works."
+    assert lines[3].startswith("  ✘ 1 pt  Check that it is fast.  [AssertionError: too slow; measured 1.10x")
+    assert lines[5] == "  · 3 pt  not run yet: Check that it is new."
+    assert "Written answers (1 point)" in text and "tfperf-lab check" in text
+
+
+def test_unanswered_exercise_is_named_as_such(fresh_outcomes):
+    outcome = selfcheck.record_cell('"""Check that x."""', NotImplementedError())
+    assert "not written yet" in outcome.error
+
+
+def test_test_cells_report_themselves_in_a_real_kernel(tmp_path):
+    cells = [
+        "import tfperf\nassert tfperf.selfcheck.install() and tfperf.selfcheck.install()",
+        '"""Check that this passes."""\nassert 1 + 1 == 2',
+        '"""Check that this fails."""\nassert 1 + 1 == 3, "arithmetic"',
+        "tfperf.selfcheck.summary({'Exercise 1': [('Check that this passes.', 1), ('Check that this fails.', 2)]})",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    def stdout(cell):
+        return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+
+    assert not any(o.get("name") == "stderr" for c in nb.cells for o in c.outputs), "the hook must never write to stderr"
+    assert stdout(nb.cells[0]) == "", "an ordinary cell gets no self-check line"
+    assert stdout(nb.cells[1]) == "self-check: ✔ Check that this passes.\n"
+    assert stdout(nb.cells[2]) == "self-check: ✘ Check that this fails.  [AssertionError: arithmetic]\n"
+    assert stdout(nb.cells[3]).startswith("Self-check: 1 of 2 test cells pass (1 of 3 autograded points)\n")
+    assert "outputs" not in nb.cells[3] or not any(o.get("output_type") == "execute_result" for o in nb.cells[3].outputs)
