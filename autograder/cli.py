@@ -62,9 +62,13 @@ def cmd_run(args) -> int:
     from . import report
 
     os.environ["TFPERF_PROFILE"] = args.profile
-    path, clean = report.run(args.lessons or None, out=pathlib.Path(args.out))
+    out = report.EXAMPLE if args.example else pathlib.Path(args.out)
+    path, clean = report.run(args.lessons or None, out=out)
     print(path.read_text(encoding="utf-8"))
     print(f"report: {path}  plot: {path.with_suffix('.png')}")
+    if args.example:
+        report.update_readme(out)
+        print("README.md: example report block regenerated")
     return 0 if clean else 1
 
 
@@ -161,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     run.add_argument("--profile", choices=["reduced", "full"], default="reduced",
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
-    run.add_argument("--out", default="report", help="folder for course-report.md and course-report.png")
+    run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/)")
+    run.add_argument("--example", action="store_true",
+                     help="write to docs/example-report/ and regenerate the README's example block (commit both)")
     run.set_defaults(func=cmd_run)
 
     flake = sub.add_parser("flake", help=cmd_flake.__doc__)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import csv
 import dataclasses
+import difflib
 import hashlib
 import json
 import pathlib
@@ -139,16 +140,56 @@ def _load_submission(path: pathlib.Path) -> dict:
     return notebook
 
 
-def _repair_metadata(notebook: dict, release: dict) -> int:
-    """Give back nbgrader metadata to cells that lost it, matched by cell id; returns how many."""
-    by_id = {cell.get("id"): cell["metadata"]["nbgrader"] for cell in release["cells"] if "nbgrader" in cell.get("metadata", {})}
-    repaired = 0
+def _content(cell: dict) -> tuple[str, str]:
+    return cell.get("cell_type", ""), _visible(_text(cell.get("source")))
+
+
+def _match_by_content(notebook: dict, release: dict) -> dict[int, int]:
+    """Submission cell index -> release cell index, for notebooks whose cell ids are gone (Colab downloads).
+
+    Cells with the same content as the release anchor the match (tests, markdown, demo code); an
+    answer cell, whose content changed, is paired when it is the only cell of its type between the
+    same two anchors. A gap that cannot be paired that way stays unmatched.
+    """
+    theirs, ours = [_content(c) for c in notebook["cells"]], [_content(c) for c in release["cells"]]
+    matcher = difflib.SequenceMatcher(a=ours, b=theirs, autojunk=False)
+    pairs = {block.b + k: block.a + k for block in matcher.get_matching_blocks() for k in range(block.size)}
+    anchors = [(-1, -1), *sorted((r, s) for s, r in pairs.items()), (len(ours), len(theirs))]
+    for (r0, s0), (r1, s1) in zip(anchors, anchors[1:], strict=False):
+        release_gap, submitted_gap = list(range(r0 + 1, r1)), list(range(s0 + 1, s1))
+        if len(release_gap) == len(submitted_gap) and all(ours[r][0] == theirs[s][0] for r, s in zip(release_gap, submitted_gap, strict=True)):
+            pairs.update(zip(submitted_gap, release_gap, strict=True))
+            continue
+        for r in release_gap:
+            same_type = [s for s in submitted_gap if theirs[s][0] == ours[r][0]]
+            if sum(ours[other][0] == ours[r][0] for other in release_gap) == 1 and len(same_type) == 1:
+                pairs[same_type[0]] = r
+    return pairs
+
+
+def _repair_metadata(notebook: dict, release: dict) -> tuple[int, int]:
+    """Give back nbgrader metadata to cells that lost it: by cell id, else by content; returns (by id, by content)."""
+    graded = {cell.get("id"): cell for cell in release["cells"] if "nbgrader" in cell.get("metadata", {})}
+    by_id = by_content = 0
     for cell in notebook["cells"]:
         metadata = cell.setdefault("metadata", {})
-        if "nbgrader" not in metadata and cell.get("id") in by_id:
-            metadata["nbgrader"] = json.loads(json.dumps(by_id[cell["id"]]))
-            repaired += 1
-    return repaired
+        if "nbgrader" not in metadata and cell.get("id") in graded:
+            metadata["nbgrader"] = json.loads(json.dumps(graded[cell["id"]]["metadata"]["nbgrader"]))
+            by_id += 1
+    if any("id" in cell for cell in notebook["cells"]) or any("nbgrader" in cell["metadata"] for cell in notebook["cells"]):
+        return by_id, by_content
+    for mine, theirs in _match_by_content(notebook, release).items():
+        original = release["cells"][theirs]
+        notebook["cells"][mine]["id"] = original.get("id")
+        if "nbgrader" in original.get("metadata", {}):
+            notebook["cells"][mine]["metadata"]["nbgrader"] = json.loads(json.dumps(original["metadata"]["nbgrader"]))
+            by_content += 1
+    taken = {cell.get("id") for cell in notebook["cells"]}
+    for index, cell in enumerate(notebook["cells"]):  # nbformat 4.5 wants an id on every cell
+        if not cell.get("id"):
+            cell["id"] = next(f"learner-{index}-{n}" for n in range(len(notebook["cells"]) + 1) if f"learner-{index}-{n}" not in taken)
+    notebook["nbformat"], notebook["nbformat_minor"] = 4, max(5, notebook.get("nbformat_minor", 0))
+    return by_id, by_content
 
 
 def _protected(cell: dict) -> bool:
@@ -213,12 +254,15 @@ def submit(path: pathlib.Path, work: pathlib.Path, student: str, lesson_id: str 
         raise SubmissionError(f"{path.name} is lesson {found}, not {lesson_id}")
     notes = []
     release = course.read_notebook(course.lesson(found).release)
-    repaired = _repair_metadata(notebook, release)
-    if repaired:
-        notes.append(f"{repaired} cells had lost their nbgrader metadata; restored from the release by cell id")
+    by_id, by_content = _repair_metadata(notebook, release)
+    if by_id:
+        notes.append(f"{by_id} cells had lost their nbgrader metadata; restored from the release by cell id")
+    if by_content:
+        notes.append(f"the notebook had lost its nbgrader metadata and cell ids (as in a Colab download): {by_content} graded cells "
+                     f"matched to the release by their content")
     if not any("nbgrader" in cell.get("metadata", {}) for cell in notebook["cells"]):
-        raise SubmissionError(f"{path.name} has lost its nbgrader metadata and its cell ids (an editor stripped them), so its answers "
-                              f"cannot be matched to the exercises: copy your answers into a fresh copy of lessons/{found}")
+        raise SubmissionError(f"{path.name} has lost its nbgrader metadata and its cell ids, and none of its cells matches the release, "
+                              f"so its answers cannot be matched to the exercises: copy your answers into a fresh copy of lessons/{found}")
     by_name = [lesson_id for lesson_id in (lesson.id for lesson in course.lessons()) if lesson_id in path.name]
     if by_name and by_name[0] != found:
         notes.append(f"the file is named for {by_name[0]} but is lesson {found}: graded as {found}")

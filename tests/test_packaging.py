@@ -1,11 +1,12 @@
 """The README, pyproject.toml, environment.yml and .ci/run agree with each other and with the lessons."""
 
+import json
 import pathlib
 import re
 import subprocess
 import tomllib
 
-from autograder import cli
+from autograder import cli, course, report
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -47,3 +48,30 @@ def test_readme_lesson_table_matches_the_lessons_metadata():
 def test_no_mnist_data_is_committed():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert not [f for f in files if "ubyte" in f or f.endswith(("mnist.npz", ".gz"))]
+
+
+def test_readme_example_report_is_the_committed_one_and_covers_every_lesson():
+    start, end = report.README_MARKS
+    assert start in README and end in README
+    block = README.split(start, 1)[1].split(end, 1)[0]
+    assert block.strip() == report.readme_block().strip(), "README example is stale: run `tfperf-lab run --example`"
+    text = (report.EXAMPLE / "course-report.md").read_text(encoding="utf-8")
+    missing = [lesson.id for lesson in course.lessons() if f"## {lesson.id}:" not in text]
+    assert not missing, f"the example report lacks {missing}: run `tfperf-lab run --example`"
+    assert "error:" not in block and (report.EXAMPLE / "course-report.png").stat().st_size > 10_000
+
+
+def test_update_readme_replaces_only_the_marked_block(tmp_path):
+    summary = {"date": "2026-01-02", "total_seconds": 90, "lessons": [
+        {"id": "01_x", "seconds": 9, "errors": ["cell 3: ValueError: boom"],
+         "records": [{"name": "fast", "speedup": 6.5, "ci": [5.0, 7.25], "claim": "1 ms"}]}],
+        "environment": {"profile": "reduced", "cpu_count": 2, "gpus": [], "tensorflow": "2.21.0"}}
+    (tmp_path / "course-report.json").write_text(json.dumps(summary))
+    readme = tmp_path / "README.md"
+    start, end = report.README_MARKS
+    readme.write_text(f"before\n{start}\nold\n{end}\nafter\n")
+    report.update_readme(tmp_path, readme)
+    text = readme.read_text()
+    assert text.startswith(f"before\n{start}\n") and text.endswith(f"{end}\nafter\n") and "old" not in text
+    assert "| 01 | fast | 6.50x (5.00-7.25) | 1 ms |" in text and "| 01 | error: cell 3: ValueError: boom | | |" in text
+    assert "2 CPU cores, no GPU, TensorFlow 2.21.0: 1 lesson in 1.5 min" in text

@@ -1,0 +1,69 @@
+"""Submissions that lost their nbgrader metadata (and maybe their cell ids) get it back from the release.
+
+A Colab download can lose both; cells are then matched by content. These tests run no notebook.
+"""
+
+import json
+
+import nbformat
+import pytest
+
+from autograder import course, grading
+
+LESSONS = course.lessons()
+
+
+def _stripped(notebook: dict, *, ids: bool) -> dict:
+    notebook = json.loads(json.dumps(notebook))
+    for cell in notebook["cells"]:
+        cell["metadata"].pop("nbgrader", None)
+        cell["metadata"]["colab"] = {"id": "x"}  # what Colab adds
+        if ids:
+            cell.pop("id", None)
+    if ids:
+        notebook["nbformat_minor"] = 4
+    return notebook
+
+
+def _graded(notebook: dict) -> dict:
+    return {c["metadata"]["nbgrader"]["grade_id"]: (c["cell_type"], c["metadata"]["nbgrader"]) for c in notebook["cells"]
+            if "nbgrader" in c["metadata"]}
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+@pytest.mark.parametrize("which", ["release", "source"])
+def test_stripped_ids_and_metadata_are_matched_by_content_even_with_extra_cells(lesson, which):
+    release = course.read_notebook(lesson.release)
+    original = course.read_notebook(lesson.release if which == "release" else lesson.source)
+    notebook = _stripped(original, ids=True)
+    for at in (len(notebook["cells"]) // 3, 2 * len(notebook["cells"]) // 3):  # a learner's scratch cells
+        notebook["cells"].insert(at, nbformat.v4.new_code_cell("print('trying something')"))
+        notebook["cells"][at].pop("id")
+    by_id, by_content = grading._repair_metadata(notebook, release)
+    assert by_id == 0 and by_content == len(_graded(release))
+    assert _graded(notebook) == _graded(release)
+    for cell in notebook["cells"]:
+        if "nbgrader" in cell["metadata"]:
+            assert cell["id"] == cell["metadata"]["nbgrader"]["grade_id"]
+    nbformat.validate(nbformat.from_dict(notebook))
+
+
+def test_ids_alone_are_enough_and_nothing_is_matched_twice():
+    release = course.read_notebook(LESSONS[0].release)
+    notebook = _stripped(release, ids=False)
+    assert grading._repair_metadata(notebook, release) == (len(_graded(release)), 0)
+    assert _graded(notebook) == _graded(release)
+
+
+def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
+    release = course.read_notebook(LESSONS[0].release)
+    notebook = _stripped(release, ids=True)
+    answer = next(i for i, c in enumerate(release["cells"]) if c["metadata"].get("nbgrader", {}).get("solution")
+                  and c["cell_type"] == "code")
+    notebook["cells"][answer]["source"] = "def make_callable(*a, **k):\n    return None"
+    notebook["cells"].insert(answer + 1, {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None})
+    grading._repair_metadata(notebook, release)
+    assert release["cells"][answer]["id"] not in _graded(notebook)
+    tests = [c["metadata"]["nbgrader"]["grade_id"] for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
+             and not c["metadata"]["nbgrader"].get("solution")]
+    assert set(tests) <= set(_graded(notebook)), "the test cells still match"
