@@ -136,6 +136,11 @@ def cmd_lessons(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["exchange"]:  # its own argument parser lives in autograder/exchange.py
+        from . import exchange
+
+        return exchange.main(argv[1:], prog="tfperf-lab exchange")
     parser = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -169,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--example", action="store_true",
                      help="write to docs/example-report/ and regenerate the README's example block (commit both)")
     run.set_defaults(func=cmd_run)
+
+    sub.add_parser("exchange", help="nbgrader's exchange on a JupyterHub: release, collect, grade and return a lesson "
+                                    "(see docs/jupyterhub.md; `tfperf-lab exchange --help`)")
 
     flake = sub.add_parser("flake", help=cmd_flake.__doc__)
     flake.add_argument("lessons", nargs="*", help="lesson ids (default: all with speed checks)")

@@ -276,9 +276,9 @@ def submit(path: pathlib.Path, work: pathlib.Path, student: str, lesson_id: str 
     folder.mkdir(parents=True)
     (folder / f"{found}.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     (folder / ".tampering.json").write_text(json.dumps(tampering), encoding="utf-8")
-    stamp = path.parent / "timestamp.txt"
-    if stamp.exists():
-        shutil.copy(stamp, folder / "timestamp.txt")
+    for name in ("timestamp.txt", "submission_secret.txt"):  # the exchange's; release_feedback needs the secret
+        if (path.parent / name).exists():
+            shutil.copy(path.parent / name, folder / name)
     return found, notes
 
 

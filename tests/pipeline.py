@@ -39,3 +39,26 @@ def with_solution(lesson: course.Lesson, grade_id: str, replace: dict[str, str])
 
 def scores(result) -> dict[str, float | None]:
     return {cell.id: cell.score for cell in result.cells}
+
+
+def hidden_lines(lesson: course.Lesson) -> list[str]:
+    """Lines of the source's hidden test regions (longer than 12 characters) that appear nowhere in the student version."""
+    visible = json.dumps(course.read_notebook(lesson.release))
+    lines = []
+    for cell in course.read_notebook(lesson.source)["cells"]:
+        text = "".join(cell["source"])
+        if "### BEGIN HIDDEN TESTS" in text:
+            region = text.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
+            lines += [line.strip() for line in region.splitlines()
+                      if len(line.strip()) > 12 and json.dumps(line.strip())[1:-1] not in visible]
+    return lines
+
+
+def leaks(html: str, lesson: course.Lesson) -> list[str]:
+    """What a feedback page shows that it must not: hidden test lines, the hidden-test markers, IPython traceback frames.
+
+    ("Cell In[12], line 3" and the "---->" marker are IPython's; a lesson may print TensorFlow's own
+    "(most recent call last)" op history as ordinary output, which is fine.)
+    """
+    found = [line for line in hidden_lines(lesson) if line in html]
+    return found + [mark for mark in ("BEGIN HIDDEN TESTS", "Cell In[", "----&gt; ") if mark in html]

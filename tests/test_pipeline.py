@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from autograder import course, grading, lint
-from pipeline import write_submission
+from pipeline import hidden_lines, leaks, write_submission
 
 pytestmark = pytest.mark.pipeline
 # TFPERF_TEST_LESSONS=01,03 restricts these tests to some lessons while developing one (CI runs all).
@@ -78,22 +78,8 @@ def test_feedback_shows_no_hidden_test_source_or_traceback(graded, lesson_id):
     result = graded[0][("untouched", lesson_id)]
     html = result.feedback.read_text(encoding="utf-8")
     lesson = course.lesson(lesson_id)
-    visible = json.dumps(course.read_notebook(lesson.release))
-    hidden = [line.strip() for cell in course.read_notebook(lesson.source)["cells"]
-              for line in _hidden_lines(cell) if len(line.strip()) > 12 and json.dumps(line.strip())[1:-1] not in visible]
-    assert hidden, "the lesson should have hidden tests"
-    leaked = [line for line in hidden if line in html]
-    assert not leaked, f"hidden test lines in the feedback: {leaked[:3]}"
-    # IPython's traceback frames ("Cell In[12], line 3" and the "---->" marker); a lesson may print
-    # TensorFlow's own "(most recent call last)" op history as ordinary output.
-    assert "Cell In[" not in html and "----&gt; " not in html and "BEGIN HIDDEN TESTS" not in html
-
-
-def _hidden_lines(cell):
-    text = "".join(cell["source"])
-    if "### BEGIN HIDDEN TESTS" not in text:
-        return []
-    return text.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0].splitlines()
+    assert hidden_lines(lesson), "the lesson should have hidden tests"
+    assert not leaks(html, lesson), f"the feedback shows {leaks(html, lesson)[:3]}"
 
 
 def test_grades_csv_has_one_column_per_graded_cell(graded):
