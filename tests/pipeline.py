@@ -4,7 +4,7 @@ import json
 import pathlib
 import shutil
 
-from autograder import course
+from autograder import course, grading
 
 
 def write_submission(folder: pathlib.Path, student: str, lesson: course.Lesson, notebook: dict | None = None,
@@ -62,3 +62,12 @@ def leaks(html: str, lesson: course.Lesson) -> list[str]:
     """
     found = [line for line in hidden_lines(lesson) if line in html]
     return found + [mark for mark in ("BEGIN HIDDEN TESTS", "Cell In[", "----&gt; ") if mark in html]
+
+
+def grade_submissions(tmp_path_factory, lesson: course.Lesson, notebooks: dict[str, dict]) -> dict[str, grading.SubmissionResult]:
+    """Grade one notebook per student (as an instructor would, feedback aside); student -> result."""
+    folder = tmp_path_factory.mktemp(lesson.id)
+    for student, notebook in notebooks.items():
+        write_submission(folder, student, lesson, notebook)
+    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), with_feedback=False, progress=False)
+    return {result.student: result for result in results}

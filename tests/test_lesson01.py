@@ -6,8 +6,8 @@ correctness points and lose the structure and speed points.
 
 import pytest
 
-from autograder import course, grading, variants
-from pipeline import scores, write_submission
+from autograder import course, variants
+from pipeline import grade_submissions, scores
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("01_callable_handles")
@@ -16,11 +16,7 @@ VARIANTS = {variant.name: variant for variant in variants.for_lesson(LESSON.id)}
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson01")
-    for name, variant in VARIANTS.items():
-        write_submission(folder, name, LESSON, variant.notebook())
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook() for name, variant in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

@@ -7,8 +7,8 @@ and speed points, every time. A graph built once but never finalized loses only 
 
 import pytest
 
-from autograder import course, grading
-from pipeline import scores, with_solution, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("02_graph_growth")
@@ -44,11 +44,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson02")
-    for student, replace in VARIANTS.items():
-        write_submission(folder, student, LESSON, with_solution(LESSON, "augmenter_solution", replace))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, "augmenter_solution", replace) for student, replace in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

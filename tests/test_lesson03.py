@@ -16,8 +16,8 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from autograder import course, grading
-from pipeline import scores, with_changes, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("03_tf_function")
@@ -59,11 +59,7 @@ EXPECTED = {  # name -> (cells that keep their points, cells that score 0)
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson03")
-    for name, changes in VARIANTS.items():
-        write_submission(folder, name, LESSON, with_changes(LESSON, changes))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {name: with_changes(LESSON, changes) for name, changes in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

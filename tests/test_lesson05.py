@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from autograder import course, grading
-from pipeline import scores, with_solution, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("05_metrics")
@@ -93,11 +93,7 @@ CORRECTNESS = {"macro_f1_matches_numpy": 2, "macro_f1_sample_weight": 1, "evalua
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson05")
-    for student, build in VARIANTS.items():
-        write_submission(folder, student, LESSON, build())
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {student: build() for student, build in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

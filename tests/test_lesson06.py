@@ -11,8 +11,8 @@ import pytest
 matplotlib.use("Agg")
 
 import tfperf  # noqa: E402
-from autograder import course, grading  # noqa: E402
-from pipeline import scores, with_solution, write_submission  # noqa: E402
+from autograder import course  # noqa: E402
+from pipeline import grade_submissions, scores, with_solution  # noqa: E402
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("06_gradient_tape")
@@ -39,11 +39,7 @@ LOSES = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson06")
-    for student, (cell, replace) in VARIANTS.items():
-        write_submission(folder, student, LESSON, with_solution(LESSON, cell, replace))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, cell, replace) for student, (cell, replace) in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

@@ -8,8 +8,8 @@ is another correct, fast answer and keeps every point.
 
 import pytest
 
-from autograder import course, grading
-from pipeline import scores, with_solution, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("07_tensorboard")
@@ -47,11 +47,7 @@ VARIANTS = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson07")
-    for student, replace in VARIANTS.items():
-        write_submission(folder, student, LESSON, with_solution(LESSON, "train_logged_solution", replace))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, "train_logged_solution", replace) for student, replace in VARIANTS.items()})
 
 
 def test_histograms_every_step_keeps_correctness_and_loses_structure_and_speed(graded):

@@ -7,8 +7,8 @@ each op type's longest event instead of the sum loses the known-trace points.
 
 import pytest
 
-from autograder import course, grading
-from pipeline import scores, with_solution, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("08_timeline_profiler")
@@ -37,11 +37,8 @@ def _variant(wrapper: str, *, longest: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson08")
-    write_submission(folder, "numpy_function_longest_op", LESSON, _variant(WRAPPED["numpy_function"], longest=True))
-    write_submission(folder, "py_function", LESSON, _variant(WRAPPED["py_function"], longest=False))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {"numpy_function_longest_op": _variant(WRAPPED["numpy_function"], longest=True),
+                                                       "py_function": _variant(WRAPPED["py_function"], longest=False)})
 
 
 @pytest.mark.parametrize("student", ["numpy_function_longest_op", "py_function"])

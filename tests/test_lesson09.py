@@ -8,8 +8,8 @@ and loses the extreme-logits and training points.
 
 import pytest
 
-from autograder import course, grading
-from pipeline import scores, with_changes, write_submission
+from autograder import course
+from pipeline import grade_submissions, scores, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("09_nan_checks")
@@ -44,11 +44,8 @@ INEXACT_LOSS = {"stable_loss_matches_article": 1}, ("stable_loss_extreme_logits"
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lesson09")
-    for student, changes in SUBMISSIONS.items():
-        write_submission(folder, student, LESSON, with_changes(LESSON, {cell: dict([pair]) for cell, pair in changes.items()}))
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), progress=False)
-    return {r.student: r for r in results}
+    return grade_submissions(tmp_path_factory, LESSON, {student: with_changes(LESSON, {cell: dict([pair]) for cell, pair in changes.items()})
+                                                       for student, changes in SUBMISSIONS.items()})
 
 
 def test_checks_left_on_keeps_the_name_and_loses_structure_and_speed(graded):
