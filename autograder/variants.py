@@ -106,3 +106,22 @@ VARIANTS.append(Variant("07_tensorboard", "histograms_every_step", "train_logged
 
 def for_lesson(lesson_id: str) -> list[Variant]:
     return [variant for variant in VARIANTS if variant.lesson == lesson_id]
+
+
+# Lesson 10 (capstone): a train step left eager keeps every correctness point (same math) and loses the
+# trace and speed points; a pipeline that is a Python list of batches keeps its examples point and loses
+# the tf.data structure point.
+_CAPSTONE_CORRECT = ("dataset_batches_examples", "train_step_matches_reference", "train_resets_metrics", "train_logs_scalars",
+                     "trainer_reaches_target_accuracy")
+VARIANTS.append(Variant("10_capstone", "eager_train_step", "make_train_step_solution",
+                        (("    @tf.function(input_signature=SIGNATURE)\n    def step(", "    def step("),),
+                        keeps=_CAPSTONE_CORRECT + ("dataset_pipeline_structure",),
+                        loses=("train_step_compiled_once", "trainer_no_retracing", "trainer_is_faster")))
+VARIANTS.append(Variant("10_capstone", "list_of_batches", "make_dataset_solution",
+                        (("    dataset = tf.data.Dataset.from_tensor_slices((images, labels))\n",
+                          "    order = np.random.permutation(len(images))\n"
+                          "    return [to_float(images[order[i : i + batch_size]], labels[order[i : i + batch_size]])\n"
+                          "            for i in range(0, len(images), batch_size)]\n"
+                          "    dataset = tf.data.Dataset.from_tensor_slices((images, labels))\n"),),
+                        keeps=_CAPSTONE_CORRECT + ("train_step_compiled_once", "trainer_no_retracing"),
+                        loses=("dataset_pipeline_structure",)))
