@@ -51,12 +51,16 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
     return errors
 
 
+def _claim(item: dict) -> str:
+    return item.get("claim") or (f"(graded: needs at least {item['threshold']:g}x)" if item.get("threshold") else "")
+
+
 def _row(lesson: course.Lesson, item: dict) -> str:
     base, cand = item["baseline"], item["candidate"]
     low, high = item["ci"]
     return (f"| {lesson.id} | {item['name']} | {base['label']}: {format_seconds(base['median'])} | "
             f"{cand['label']}: {format_seconds(cand['median'])} | **{item['speedup']:.2f}x** ({low:.2f}-{high:.2f}) | "
-            f"{item.get('claim') or ''} |")
+            f"{_claim(item)} |")
 
 
 def render(results: list[tuple[course.Lesson, list[dict], list[str], float]], total: float, environment: dict, plot_name: str) -> str:
@@ -99,6 +103,8 @@ def run(lesson_ids: list[str] | None = None, *, out: pathlib.Path, progress: boo
         axes = tfperf.plots.speedups(everything, title="Measured speedups (95% CI)")
         axes.figure.savefig(out / "course-report.png", dpi=120)
     environment = tfperf.env.fingerprint()
+    if environment.get("gpus") is None:  # this process never imports TensorFlow: take what the kernels saw
+        environment["gpus"] = next((item["environment"].get("gpus") for item in everything if item.get("environment")), None)
     report = out / "course-report.md"
     report.write_text(render(results, total, environment, "course-report.png"), encoding="utf-8")
     summary = {"date": datetime.datetime.now().strftime("%Y-%m-%d"), "total_seconds": round(total, 1), "environment": environment,
@@ -124,7 +130,7 @@ def readme_block(folder: pathlib.Path = EXAMPLE) -> str:
     for lesson in summary["lessons"]:
         for item in lesson["records"]:
             low, high = item["ci"]
-            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {item.get('claim') or ''} |")
+            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {_claim(item)} |")
         lines += [f"| {lesson['id'][:2]} | error: {error} | | |" for error in lesson["errors"]]
     lines += ["", f"![Every measured speedup, log scale]({relative}/course-report.png)"]
     return "\n".join(lines)
