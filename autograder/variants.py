@@ -108,6 +108,13 @@ def for_lesson(lesson_id: str) -> list[Variant]:
     return [variant for variant in VARIANTS if variant.lesson == lesson_id]
 
 
+VARIANTS.append(Variant(  # lesson 05: the evaluation loop with its model call and metric updates left eager
+    "05_metrics", "eager_evaluate", "make_evaluate_solution",
+    (("    @tf.function(input_signature=[tf.TensorSpec([None, 784], tf.float32), tf.TensorSpec([None], tf.int32)])\n"
+      "    def update(images, labels):\n", "    def update(images, labels):\n"),),
+    keeps=("evaluate_matches_eager",), loses=("evaluate_compiled_once", "evaluate_is_faster")))
+
+
 # Lesson 10 (capstone): a train step left eager keeps every correctness point (same math) and loses the
 # trace and speed points; a pipeline that is a Python list of batches keeps its examples point and loses
 # the tf.data structure point.
