@@ -10,6 +10,7 @@ with the speedups the tests measured (``TFPERF_RECORD``).
 from __future__ import annotations
 
 import concurrent.futures
+import ast
 import csv
 import dataclasses
 import difflib
@@ -198,34 +199,80 @@ def _protected(cell: dict) -> bool:
 
 
 def _tamper_notes(notebook: dict, release: dict) -> list[str]:
-    """What the learner changed in cells nbgrader will restore: deleted, retyped or edited tests."""
+    """What the learner changed in cells nbgrader will restore: deleted, retyped or edited tests and read-only cells."""
     submitted = {cell.get("id"): cell for cell in notebook["cells"]}
     notes = []
     for cell in release["cells"]:
         if not _protected(cell):
             continue
         name, mine = cell.get("id"), submitted.get(cell.get("id"))
+        kind = "test cell" if cell["metadata"]["nbgrader"].get("grade") else "read-only cell"
         if mine is None:
-            notes.append(f"test cell {name} was deleted: restored from the release and graded")
+            notes.append(f"{kind} {name} was deleted: restored from the release and graded")
         elif mine.get("cell_type") != cell["cell_type"]:
-            notes.append(f"test cell {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
+            notes.append(f"{kind} {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
         elif _visible(_text(mine.get("source"))) != _visible(_text(cell["source"])):
-            notes.append(f"test cell {name} was edited: the original was restored and graded")
+            notes.append(f"{kind} {name} was edited: the original was restored and graded")
     return notes
+
+
+def _restore_read_only(notebook: dict, release: dict) -> None:
+    """Put back deleted read-only cells (they define the baselines speed is measured against), after their predecessor.
+
+    nbgrader restores edited read-only cells by checksum and re-adds deleted test cells, but not deleted read-only ones.
+    """
+    for index, cell in enumerate(release["cells"]):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        present = [c.get("id") for c in notebook["cells"]]
+        if not meta.get("locked") or meta.get("grade") or meta.get("solution") or cell.get("id") in present:
+            continue
+        before = next((present.index(c.get("id")) for c in reversed(release["cells"][:index]) if c.get("id") in present), -1)
+        notebook["cells"].insert(before + 1, json.loads(json.dumps(cell)))
+
+
+def _bound_names(source: str) -> dict[str, int]:
+    """Names a cell binds at its top level (def, class, assignment, import) -> line number."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return {}
+    names = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names.update({n.id: node.lineno for n in ast.walk(target) if isinstance(n, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update({(alias.asname or alias.name).split(".")[0]: node.lineno for alias in node.names})
+    return names
+
+
+def _read_only_names(release: dict) -> set[str]:
+    """Functions, classes and CONSTANTS defined by read-only cells: the baselines and settings speed checks use."""
+    names = set()
+    for cell in release["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade") and not meta.get("solution"):
+            source = _text(cell["source"])
+            names |= {name for name in _bound_names(source) if name.isupper() or re.search(rf"^(def|class)\s+{name}\b", source, re.M)}
+    return names
+
+
+def _tampering(notebook: dict, release: dict | None = None) -> list[str]:
+    """Lines in the learner's own code cells that reassign the clock, the timing harness, or a read-only baseline."""
+    found, guarded = [], _read_only_names(release) if release else set()
+    for cell in notebook["cells"]:
+        if cell.get("cell_type") == "code" and not _protected(cell):
+            source = _text(cell.get("source", ""))
+            found += [match.group(0).strip() for match in TAMPERING.finditer(source)]
+            found += [f"redefines {name}, which a read-only cell defines" for name in _bound_names(source) if name in guarded]
+    return found
 
 
 def _visible(source: str) -> str:
     """A test cell as learners see it: without its hidden region (an instructor's copy still has it)."""
     return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", source, flags=re.S).strip()
-
-
-def _tampering(notebook: dict) -> list[str]:
-    """Lines in the learner's own code cells that reassign the clock or the timing harness."""
-    found = []
-    for cell in notebook["cells"]:
-        if cell.get("cell_type") == "code" and not _protected(cell):
-            found += [match.group(0).strip() for match in TAMPERING.finditer("".join(cell.get("source", "")))]
-    return found
 
 
 def speed_checks(lesson: course.Lesson) -> dict[str, list[str]]:
@@ -267,9 +314,10 @@ def submit(path: pathlib.Path, work: pathlib.Path, student: str, lesson_id: str 
     if by_name and by_name[0] != found:
         notes.append(f"the file is named for {by_name[0]} but is lesson {found}: graded as {found}")
     notes += _tamper_notes(notebook, release)
-    tampering = _tampering(notebook)
+    _restore_read_only(notebook, release)
+    tampering = _tampering(notebook, release)
     if tampering:
-        notes.append(f"the notebook reassigns the clock or the timing harness ({'; '.join(tampering[:3])}): no speed points")
+        notes.append(f"the notebook reassigns the clock, the timing harness or a baseline ({'; '.join(tampering[:3])}): no speed points")
     folder = work / "submitted" / student / found
     if folder.exists():
         shutil.rmtree(folder)
@@ -352,7 +400,7 @@ def _withhold_speed_points(work: pathlib.Path, result: SubmissionResult, tamperi
             if cell.id not in checks or not cell.score:
                 continue
             if tampering:
-                reason = "the notebook reassigns the clock or the timing harness"
+                reason = "the notebook reassigns the clock, the timing harness or a baseline"
             elif not all(measured.get(name, {}).get("passed") for name in checks[cell.id]):
                 reason = "its speed check did not run through the course's timing harness"
             else:

@@ -82,8 +82,20 @@ def _submission(metric_replace, evaluate_replace):
     return notebook
 
 
+def _slowed_baseline():
+    """Eager evaluate, and the read-only baseline cell edited to sleep: nbgrader restores the cell, so no speed point."""
+    notebook = _submission({}, {COMPILED_UPDATE: EAGER_UPDATE})
+    (cell,) = [c for c in notebook["cells"] if c.get("id") == "baseline_evaluation_case"]
+    text = "".join(cell["source"])
+    assert "            metric.update_state(labels, logits)\n" in text
+    cell["source"] = text.replace("            metric.update_state(labels, logits)\n",
+                                  "            metric.update_state(labels, logits)\n        __import__('time').sleep(0.01)\n")
+    return notebook
+
+
 VARIANTS = {
     "list_state_eager_evaluate": lambda: _submission({_metric_cell_source(): LIST_STATE_F1}, {COMPILED_UPDATE: EAGER_UPDATE}),
+    "slowed_baseline": _slowed_baseline,
     "untracked_variables_metrics_outside": lambda: _submission(
         {**_untracked("true_positives"), **_untracked("false_positives"), **_untracked("false_negatives")},
         {COMPILED_UPDATE: METRICS_OUTSIDE}),
@@ -100,6 +112,12 @@ def graded(tmp_path_factory):
 def test_unoptimized_answers_keep_the_correctness_points(graded, student):
     got = scores(graded[student])
     assert {cell: got[cell] for cell in CORRECTNESS} == CORRECTNESS, graded[student].lines()
+
+
+def test_a_slowed_read_only_baseline_is_restored_and_earns_no_speed_point(graded):
+    result = graded["slowed_baseline"]
+    assert any("read-only cell baseline_evaluation_case was edited" in note for note in result.notes), result.lines()
+    assert scores(result)["evaluate_is_faster"] == 0 and scores(result)["evaluate_matches_eager"] == 1, result.lines()
 
 
 def test_a_metric_that_collects_predictions_fails_in_tf_function_and_has_no_state(graded):

@@ -67,3 +67,28 @@ def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
     tests = [c["metadata"]["nbgrader"]["grade_id"] for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
              and not c["metadata"]["nbgrader"].get("solution")]
     assert set(tests) <= set(_graded(notebook)), "the test cells still match"
+
+
+def test_a_deleted_read_only_cell_is_put_back_where_it_was():
+    release = course.read_notebook(course.lesson("05_metrics").release)
+    at = next(i for i, c in enumerate(release["cells"]) if c.get("id") == "baseline_evaluation_case")
+    notebook = json.loads(json.dumps(release))
+    del notebook["cells"][at]
+    assert "read-only cell baseline_evaluation_case was deleted" in " ".join(grading._tamper_notes(notebook, release))
+    grading._restore_read_only(notebook, release)
+    assert [c.get("id") for c in notebook["cells"]] == [c.get("id") for c in release["cells"]]
+
+
+@pytest.mark.parametrize(("lesson_id", "learner_cell", "flagged"), [
+    ("10_capstone", "def slow_train(*args, **kwargs):\n    import time\n    time.sleep(1)", "slow_train"),
+    ("05_metrics", "eager_evaluate = lambda *a: __import__('time').sleep(1)", "eager_evaluate"),
+    ("04_tf_data", "SERIAL = tf.data.Options()", "SERIAL"),
+    ("03_tf_function", "from math import sqrt as train_step", "train_step"),
+])
+def test_redefining_a_read_only_baseline_is_tampering(lesson_id, learner_cell, flagged):
+    lesson = course.lesson(lesson_id)
+    release = course.read_notebook(lesson.release)
+    notebook = course.read_notebook(lesson.source)
+    assert grading._tampering(notebook, release) == [], "the reference must not be flagged"
+    notebook["cells"].append(nbformat.v4.new_code_cell(learner_cell))
+    assert grading._tampering(notebook, release) == [f"redefines {flagged}, which a read-only cell defines"]
