@@ -114,6 +114,29 @@ def structure(nb: dict) -> list[str]:
     return problems
 
 
+def baselines_read_only(nb: dict) -> list[str]:
+    """Functions and classes that a speed test times are defined in read-only (locked) cells, so no answer can slow them."""
+    defined = {}
+    for cell in nb["cells"]:
+        meta = _nbgrader(cell)
+        if cell["cell_type"] != "code" or meta.get("grade") or meta.get("solution") or meta.get("locked"):
+            continue
+        for node in _parse("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined[node.name] = cell.get("id")
+    problems = []
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] != "code" or not _nbgrader(cell).get("grade") or "assert_speedup(" not in source:
+            continue
+        tree = ast.Module(body=_parse(source), type_ignores=[])
+        local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+        problems += [f"speed test {_nbgrader(cell).get('grade_id')} uses {name}, defined in cell {defined[name]}, which is not read-only "
+                     f"(lock it: nbgrader grade=false, solution=false, locked=true)" for name in sorted(used & defined.keys())]
+    return problems
+
+
 def shared_cells(nb: dict) -> list[str]:
     """The Colab/Kaggle badges, the setup cell and the self-check summary match `autograder.stamp`."""
     from . import stamp
@@ -121,7 +144,7 @@ def shared_cells(nb: dict) -> list[str]:
     return stamp.problems(nb)
 
 
-RULES = (no_outputs, grade_metadata, test_cells, structure, shared_cells)
+RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only, shared_cells)
 
 
 def lint(path: pathlib.Path) -> list[str]:

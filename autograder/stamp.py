@@ -6,6 +6,8 @@
 - ``setup``: the first code cell. On Colab or Kaggle it installs the course helpers from that
   repository (``--no-deps``: TensorFlow and the rest are preinstalled there); elsewhere it only imports
   them. Then ``tfperf.env.setup()`` reports versions, the device and how to switch on a GPU.
+- read-only code cells (the baselines speed checks time) open with `READ_ONLY_NOTE`, saying what the
+  grader does with them.
 - ``self-check-heading`` / ``self-check``: the last cells, a per-exercise table of the visible tests
   (`tfperf.selfcheck.summary`), with the exercises, docstrings and points read from the test cells.
 
@@ -43,6 +45,8 @@ Run this cell last. It lists every test cell above: passed, failed (with the rea
 speedup) or not run yet. Only the visible tests run here; the hidden ones run when the notebook is graded,
 so a full self-check is necessary, not sufficient. Graded locally: `tfperf-lab check <this notebook>`
 (see the README); in a class: your instructor's nbgrader."""
+READ_ONLY_NOTE = ("# Read-only: graded speed checks time this code. Changes are undone when graded, and redefining its\n"
+                  "# functions or CONSTANTS in your own cells costs the speed points: copy them under new names to experiment.")
 EXERCISE_HEADING = re.compile(r"^#{2,3}\s+(?:\d+\.\s*)?(Exercise\b[^\n]*?)(?:\s*\(\d+(?:\.\d+)?\s+points?\))?\s*$", re.M)
 
 
@@ -144,6 +148,12 @@ def stamped(nb: dict) -> dict:
     if at is None:
         raise ValueError(f"{lesson_id}: no setup cell (a code cell with {SETUP_CALL!r}) to stamp")
     nb["cells"][at]["id"], nb["cells"][at]["source"] = "setup", setup_source()
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade") and not meta.get("solution"):
+            text = _text(cell)
+            if not text.startswith(READ_ONLY_NOTE):
+                cell["source"] = READ_ONLY_NOTE + "\n" + text
     for cell_id in ("self-check-heading", "self-check"):  # always last, after any cell added since
         at = _find(nb, cell_id)
         if at is not None:
@@ -168,6 +178,8 @@ def problems(nb: dict) -> list[str]:
     except (KeyError, ValueError) as error:
         return [f"cannot stamp the shared cells: {error}"]
     stale = [cell_id for cell_id in SHARED if _place(nb, cell_id) != _place(expected, cell_id)]
+    stale += [cell.get("id") for cell, want in zip(nb["cells"], expected["cells"], strict=False)
+              if cell.get("id") not in SHARED and _text(cell) != _text(want)]
     return [f"shared cells missing or out of date ({', '.join(stale)}): run `tfperf-lab release` to stamp them"] if stale else []
 
 

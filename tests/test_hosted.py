@@ -149,3 +149,12 @@ def test_test_cells_report_themselves_in_a_real_kernel(tmp_path):
     assert stdout(nb.cells[2]) == "self-check: ✘ Check that this fails.  [AssertionError: arithmetic]\n"
     assert stdout(nb.cells[3]).startswith("Self-check: 1 of 2 test cells pass (1 of 3 autograded points)\n")
     assert "outputs" not in nb.cells[3] or not any(o.get("output_type") == "execute_result" for o in nb.cells[3].outputs)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_read_only_cells_say_what_the_grader_does_with_them(lesson):
+    for path in (lesson.source, lesson.release):
+        for cell in course.read_notebook(path)["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade"):
+                assert "".join(cell["source"]).startswith(stamp.READ_ONLY_NOTE), f"{path.name}: {cell.get('id')}"
