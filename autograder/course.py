@@ -57,6 +57,12 @@ class Lesson:
         return cells
 
 
+def is_read_only(cell: dict) -> bool:
+    """A locked code cell that is neither a test nor an answer: support code, such as the baselines speed checks time."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("locked")) and not meta.get("grade") and not meta.get("solution")
+
+
 def read_notebook(path: pathlib.Path) -> dict:
     return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 

@@ -222,9 +222,8 @@ def _restore_read_only(notebook: dict, release: dict) -> None:
     nbgrader restores edited read-only cells by checksum and re-adds deleted test cells, but not deleted read-only ones.
     """
     for index, cell in enumerate(release["cells"]):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
         present = [c.get("id") for c in notebook["cells"]]
-        if not meta.get("locked") or meta.get("grade") or meta.get("solution") or cell.get("id") in present:
+        if not course.is_read_only(cell) or cell.get("id") in present:
             continue
         before = next((present.index(c.get("id")) for c in reversed(release["cells"][:index]) if c.get("id") in present), -1)
         notebook["cells"].insert(before + 1, json.loads(json.dumps(cell)))
@@ -252,8 +251,7 @@ def _read_only_names(release: dict) -> set[str]:
     """Functions, classes and CONSTANTS defined by read-only cells: the baselines and settings speed checks use."""
     names = set()
     for cell in release["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade") and not meta.get("solution"):
+        if course.is_read_only(cell):
             source = _text(cell["source"])
             names |= {name for name in _bound_names(source) if name.isupper() or re.search(rf"^(def|class)\s+{name}\b", source, re.M)}
     return names

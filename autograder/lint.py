@@ -119,7 +119,7 @@ def baselines_read_only(nb: dict) -> list[str]:
     defined = {}
     for cell in nb["cells"]:
         meta = _nbgrader(cell)
-        if cell["cell_type"] != "code" or meta.get("grade") or meta.get("solution") or meta.get("locked"):
+        if cell["cell_type"] != "code" or meta.get("grade") or meta.get("solution") or course.is_read_only(cell):
             continue
         for node in _parse("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

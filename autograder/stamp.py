@@ -149,11 +149,8 @@ def stamped(nb: dict) -> dict:
         raise ValueError(f"{lesson_id}: no setup cell (a code cell with {SETUP_CALL!r}) to stamp")
     nb["cells"][at]["id"], nb["cells"][at]["source"] = "setup", setup_source()
     for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade") and not meta.get("solution"):
-            text = _text(cell)
-            if not text.startswith(READ_ONLY_NOTE):
-                cell["source"] = READ_ONLY_NOTE + "\n" + text
+        if course.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE):
+            cell["source"] = READ_ONLY_NOTE + "\n" + _text(cell)
     for cell_id in ("self-check-heading", "self-check"):  # always last, after any cell added since
         at = _find(nb, cell_id)
         if at is not None:
@@ -178,8 +175,7 @@ def problems(nb: dict) -> list[str]:
     except (KeyError, ValueError) as error:
         return [f"cannot stamp the shared cells: {error}"]
     stale = [cell_id for cell_id in SHARED if _place(nb, cell_id) != _place(expected, cell_id)]
-    stale += [cell.get("id") for cell, want in zip(nb["cells"], expected["cells"], strict=False)
-              if cell.get("id") not in SHARED and _text(cell) != _text(want)]
+    stale += [cell.get("id") for cell in nb["cells"] if course.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE)]
     return [f"shared cells missing or out of date ({', '.join(stale)}): run `tfperf-lab release` to stamp them"] if stale else []
 
 
