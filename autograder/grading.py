@@ -545,6 +545,7 @@ def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: p
             results.append(SubmissionResult(student, path.stem, error=str(error)))
     if queued:
         prepare(work, sorted({lesson_id for _, _, lesson_id, _ in queued}))
+        _register_students(work, {student for student, _, _, _ in queued})
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [pool.submit(_grade_one, work, student, path, lesson_id, notes, timeout=timeout, cell_timeout=cell_timeout,
                                with_feedback=with_feedback)
@@ -555,6 +556,14 @@ def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: p
     results.sort(key=lambda r: (r.student, r.lesson))
     write_csv(results, csv_path or work / "grades.csv")
     return results
+
+
+def _register_students(work: pathlib.Path, students: set[str]) -> None:
+    """Add the students to the gradebook before parallel autogrades: two of them creating the same student race
+    (nbgrader's check-then-insert fails with "UNIQUE constraint failed: student.id")."""
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}", course_id=course.COURSE_ID) as gradebook:
+        for student in sorted(students):
+            gradebook.update_or_create_student(student)
 
 
 def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
