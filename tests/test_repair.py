@@ -9,20 +9,13 @@ import nbformat
 import pytest
 
 from autograder import course, grading
+from hostile import _strip_metadata
 
 LESSONS = course.lessons()
 
 
-def _stripped(notebook: dict, *, ids: bool) -> dict:
-    notebook = json.loads(json.dumps(notebook))
-    for cell in notebook["cells"]:
-        cell["metadata"].pop("nbgrader", None)
-        cell["metadata"]["colab"] = {"id": "x"}  # what Colab adds
-        if ids:
-            cell.pop("id", None)
-    if ids:
-        notebook["nbformat_minor"] = 4
-    return notebook
+def _copy(notebook: dict) -> dict:
+    return json.loads(json.dumps(notebook))
 
 
 def _graded(notebook: dict) -> dict:
@@ -35,7 +28,9 @@ def _graded(notebook: dict) -> dict:
 def test_stripped_ids_and_metadata_are_matched_by_content_even_with_extra_cells(lesson, which):
     release = course.read_notebook(lesson.release)
     original = course.read_notebook(lesson.release if which == "release" else lesson.source)
-    notebook = _stripped(original, ids=True)
+    notebook = _strip_metadata(_copy(original), ids=True)
+    for cell in notebook["cells"]:
+        cell["metadata"]["colab"] = {"id": "x"}  # what Colab adds
     for at in (len(notebook["cells"]) // 3, 2 * len(notebook["cells"]) // 3):  # a learner's scratch cells
         notebook["cells"].insert(at, nbformat.v4.new_code_cell("print('trying something')"))
         notebook["cells"][at].pop("id")
@@ -50,14 +45,14 @@ def test_stripped_ids_and_metadata_are_matched_by_content_even_with_extra_cells(
 
 def test_ids_alone_are_enough_and_nothing_is_matched_twice():
     release = course.read_notebook(LESSONS[0].release)
-    notebook = _stripped(release, ids=False)
+    notebook = _strip_metadata(_copy(release), ids=False)
     assert grading._repair_metadata(notebook, release) == (len(_graded(release)), 0)
     assert _graded(notebook) == _graded(release)
 
 
 def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
     release = course.read_notebook(LESSONS[0].release)
-    notebook = _stripped(release, ids=True)
+    notebook = _strip_metadata(_copy(release), ids=True)
     answer = next(i for i, c in enumerate(release["cells"]) if c["metadata"].get("nbgrader", {}).get("solution")
                   and c["cell_type"] == "code")
     notebook["cells"][answer]["source"] = "def make_callable(*a, **k):\n    return None"
