@@ -121,7 +121,7 @@ def cmd_lint(args) -> int:
 
 def lesson_table() -> str:
     """The README's lesson table, from the lessons' own metadata."""
-    rows = ["| lesson | technique | source article | what is measured | expected run time (CPU: full / graded) |",
+    rows = ["| lesson | technique | source article | what is measured | run time on a 2-core CPU, at most (full / graded) |",
             "|---|---|---|---|---|"]
     for lesson in course.lessons():
         rows.append(f"| [{lesson.id}](lessons/{lesson.id}/{lesson.id}.ipynb): {lesson.title} | {lesson.technique} | "

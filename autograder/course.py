@@ -46,6 +46,11 @@ class Lesson:
     def release(self) -> pathlib.Path:
         return LESSONS / self.id / f"{self.id}.ipynb"
 
+    @property
+    def run_time_text(self) -> str:
+        """The run-time promise every lesson's first cell states, generated from ``metadata.tfperf.minutes``."""
+        return run_time_text(self.minutes_full, self.minutes_grading)
+
     def grade_cells(self) -> list[dict]:
         """The graded cells of the source, in notebook order: ``{"id", "points", "kind"}``."""
         cells = []
@@ -55,6 +60,14 @@ class Lesson:
                 kind = "manual" if cell["cell_type"] == "markdown" or meta.get("solution") else "auto"
                 cells.append({"id": meta["grade_id"], "points": float(meta.get("points", 0)), "kind": kind})
         return cells
+
+
+def run_time_text(minutes_full: float, minutes_grading: float) -> str:
+    """What a lesson's first cell says of its run time; `tfperf-lab run` reports any lesson that overran it."""
+    def minutes(value: float) -> str:
+        return f"{float(value):g} minute{'' if float(value) == 1 else 's'}"
+
+    return f"expected run time: under {minutes(minutes_full)} on a 2-core CPU (under {minutes(minutes_grading)} when graded)"
 
 
 def is_read_only(cell: dict) -> bool:

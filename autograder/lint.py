@@ -111,6 +111,10 @@ def structure(nb: dict) -> list[str]:
     missing = [key for key in REQUIRED_META if key not in meta]
     if missing:
         problems.append(f"metadata.tfperf lacks {missing}")
+    elif markdown and "full" in meta["minutes"] and "grading" in meta["minutes"]:
+        promise = course.run_time_text(meta["minutes"]["full"], meta["minutes"]["grading"])
+        if promise not in " ".join(markdown[0].split()):
+            problems.append(f"the first cell must state the run time of metadata.tfperf.minutes: '{promise}'")
     return problems
 
 

@@ -63,6 +63,11 @@ def _row(lesson: course.Lesson, item: dict) -> str:
             f"{_claim(item)} |")
 
 
+def stated_seconds(lesson: course.Lesson, profile: str) -> float:
+    """The run time a lesson promises in its first cell for this profile: the full workload, or the graded (reduced) one."""
+    return 60 * (lesson.minutes_full if profile == "full" else lesson.minutes_grading)
+
+
 def render(results: list[tuple[course.Lesson, list[dict], list[str], float]], total: float, environment: dict, plot_name: str) -> str:
     """The markdown report."""
     lines = [
@@ -72,8 +77,10 @@ def render(results: list[tuple[course.Lesson, list[dict], list[str], float]], to
         "Speedups are medians of paired, interleaved rounds after warm-up, with 95% bootstrap intervals.", "",
     ]
     for lesson, records, errors, seconds in results:
+        stated = stated_seconds(lesson, environment["profile"])
+        verdict = f"within the {stated / 60:g} minutes it states" if seconds <= stated else f"**over the {stated / 60:g} minutes it states**"
         lines += [f"## {lesson.id}: {lesson.title}", "", f"Technique: {lesson.technique}. Source article {lesson.article}; "
-                  f"it claims: {lesson.claim}. Ran in {seconds:.0f} s.", ""]
+                  f"it claims: {lesson.claim}. Ran in {seconds:.0f} s, {verdict}.", ""]
         lines += ["| lesson | measurement | baseline | optimized | speedup (95% CI) | article's claim |", "|---|---|---|---|---|---|"]
         lines += [_row(lesson, item) for item in records] or ["| (nothing recorded) | | | | | |"]
         lines += [""] + [f"- error: {error}" for error in errors] + ([""] if errors else [])
@@ -108,7 +115,8 @@ def run(lesson_ids: list[str] | None = None, *, out: pathlib.Path, progress: boo
     report = out / "course-report.md"
     report.write_text(render(results, total, environment, "course-report.png"), encoding="utf-8")
     summary = {"date": datetime.datetime.now().strftime("%Y-%m-%d"), "total_seconds": round(total, 1), "environment": environment,
-               "lessons": [{"id": lesson.id, "seconds": round(seconds, 1), "errors": errors, "records": records}
+               "lessons": [{"id": lesson.id, "seconds": round(seconds, 1), "stated_seconds": stated_seconds(lesson, environment["profile"]),
+                            "errors": errors, "records": records}
                            for lesson, records, errors, seconds in results]}
     (out / "course-report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return report, not any(errors for _, _, errors, _ in results)

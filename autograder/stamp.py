@@ -47,7 +47,9 @@ so a full self-check is necessary, not sufficient. Graded locally: `tfperf-lab c
 (see the README); in a class: your instructor's nbgrader."""
 READ_ONLY_NOTE = ("# Read-only: graded speed checks time this code. Changes are undone when graded, and redefining its\n"
                   "# functions or CONSTANTS in your own cells costs the speed points: copy them under new names to experiment.")
-EXERCISE_HEADING = re.compile(r"^#{2,3}\s+(?:\d+\.\s*)?(Exercise\b[^\n]*?)(?:\s*\(\d+(?:\.\d+)?\s+points?\))?\s*$", re.M)
+# A section with autograded points: "## 3. Exercise 2: a fast pipeline (6 points)" gives "Exercise 2: a fast pipeline".
+# Headings of hand-graded answers ("(2 points, graded by hand)") are not sections of the self-check.
+EXERCISE_HEADING = re.compile(r"^#{2,3}\s+(?:\d+\.\s*)?([^\n]*?)\s*\(\d+(?:\.\d+)?\s+points?\)\s*$", re.M)
 
 
 def location() -> tuple[str, str]:

@@ -41,6 +41,18 @@ def scores(result) -> dict[str, float | None]:
     return {cell.id: cell.score for cell in result.cells}
 
 
+def assert_keeps_and_loses(result, keeps, loses) -> None:
+    """The submission was graded, every cell of KEEPS scored points and every cell of LOSES scored exactly 0.
+
+    A cell name that the result lacks counts as a failure on either side, so a renamed test cell cannot pass unnoticed.
+    """
+    assert result.error is None, "\n".join(result.lines())
+    got = scores(result)
+    lost = [cell for cell in keeps if not got.get(cell)]
+    kept = [cell for cell in loses if got.get(cell) != 0]
+    assert not lost and not kept, f"should keep points but did not: {lost}; should lose them but did not: {kept}\n" + "\n".join(result.lines())
+
+
 def hidden_lines(lesson: course.Lesson) -> list[str]:
     """Lines of the source's hidden test regions (longer than 12 characters) that appear nowhere in the student version."""
     visible = json.dumps(course.read_notebook(lesson.release))

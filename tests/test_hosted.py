@@ -97,8 +97,13 @@ def test_exercise_table_groups_checks_under_their_exercise_heading_with_points()
         {"cell_type": "markdown", "metadata": {}, "source": "### Exercise B: another (1 point)\n\ntext"},
         {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 1}}, "source": '"""Check that B."""\nassert 1'},
         {"cell_type": "markdown", "metadata": {"nbgrader": {"grade": True, "solution": True, "points": 2}}, "source": "answer"},
+        {"cell_type": "markdown", "metadata": {}, "source": "## 5. All together: the whole trainer (5 points)\n\nNothing to write."},
+        {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 5}}, "source": '"""Check that C."""\nassert 1'},
+        {"cell_type": "markdown", "metadata": {}, "source": "## 6. Why it failed (2 points, graded by hand)"},
+        {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 1}}, "source": '"""Check that D."""\nassert 1'},
     ]}
-    assert stamp.exercises(nb) == ({"Exercise 1: a wrapper": [("Check that A.", 2)], "Exercise B: another": [("Check that B.", 1)]}, 2)
+    assert stamp.exercises(nb) == ({"Exercise 1: a wrapper": [("Check that A.", 2)], "Exercise B: another": [("Check that B.", 1)],
+                                    "All together: the whole trainer": [("Check that C.", 5), ("Check that D.", 1)]}, 2)
 
 
 @pytest.fixture

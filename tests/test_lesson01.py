@@ -7,7 +7,7 @@ correctness points and lose the structure and speed points.
 import pytest
 
 from autograder import course, variants
-from pipeline import grade_submissions, scores
+from pipeline import assert_keeps_and_loses, grade_submissions
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("01_callable_handles")
@@ -21,9 +21,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_unoptimized_wrapper_keeps_correctness_and_loses_speed_points(graded, name):
-    got, variant = scores(graded[name]), VARIANTS[name]
-    assert all(got[cell] > 0 for cell in variant.keeps), graded[name].lines()
-    assert all(got[cell] == 0 for cell in variant.loses), graded[name].lines()
+    assert_keeps_and_loses(graded[name], VARIANTS[name].keeps, VARIANTS[name].loses)
 
 
 def test_unoptimized_wrapper_is_measured_below_the_threshold(graded):

@@ -15,7 +15,7 @@ import pytest
 
 import tfperf
 from autograder import course
-from pipeline import grade_submissions, scores, with_changes
+from pipeline import assert_keeps_and_loses, grade_submissions, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("04_tf_data")
@@ -67,11 +67,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_unoptimized_answers_keep_correctness_and_lose_structure_and_speed_points(graded, name):
-    result, (keeps, loses) = graded[name], EXPECTED[name]
-    assert result.error is None, result.lines()
-    got = scores(result)
-    assert all(got[cell] > 0 for cell in keeps), "\n".join(result.lines())
-    assert all(got[cell] == 0 for cell in loses), "\n".join(result.lines())
+    assert_keeps_and_loses(graded[name], *EXPECTED[name])
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

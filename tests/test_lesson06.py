@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 import tfperf  # noqa: E402
 from autograder import course  # noqa: E402
-from pipeline import grade_submissions, scores, with_solution  # noqa: E402
+from pipeline import assert_keeps_and_loses, grade_submissions, with_solution  # noqa: E402
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("06_gradient_tape")
@@ -44,9 +44,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))
 def test_unoptimized_answer_keeps_correctness_and_loses_structure_and_speed_points(graded, student):
-    got = scores(graded[student])
-    assert all(got[cell] and got[cell] > 0 for cell in KEEPS[student]), graded[student].lines()
-    assert all(got[cell] == 0 for cell in LOSES[student]), graded[student].lines()
+    assert_keeps_and_loses(graded[student], KEEPS[student], LOSES[student])
 
 
 def test_eager_train_step_is_measured_below_the_threshold(graded):

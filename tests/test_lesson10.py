@@ -9,7 +9,7 @@ lose the structure points of both exercises and the speed point. One grading run
 import pytest
 
 from autograder import course, variants
-from pipeline import grade_submissions, scores, with_changes
+from pipeline import assert_keeps_and_loses, grade_submissions, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = course.lesson("10_capstone")
@@ -31,9 +31,7 @@ def test_both_variants_are_in_different_exercises():
 
 
 def test_unoptimized_capstone_keeps_correctness_and_loses_structure_and_speed(graded):
-    got = scores(graded)
-    assert all(got[cell] and got[cell] > 0 for cell in KEEPS), graded.lines()
-    assert all(got[cell] == 0 for cell in LOSES), graded.lines()
+    assert_keeps_and_loses(graded, KEEPS, LOSES)
 
 
 def test_eager_trainer_is_measured_below_the_threshold(graded):

@@ -103,6 +103,13 @@ def test_notebooks_follow_the_course_rules(path):
     assert lint.lint(path) == []
 
 
+def test_lint_holds_each_lesson_to_the_run_time_of_its_metadata():
+    nb = course.read_notebook(LESSONS[0].source)
+    assert LESSONS[0].run_time_text in " ".join("".join(nb["cells"][0]["source"]).split())
+    nb["metadata"]["tfperf"]["minutes"]["full"] += 1  # the promise no longer matches what the first cell says
+    assert any("must state the run time" in problem for problem in lint.structure(nb))
+
+
 def test_every_lesson_folder_has_a_source_and_a_student_version():
     sources = sorted(p.name for p in course.SOLUTIONS.iterdir() if p.is_dir())
     released = sorted(p.name for p in course.LESSONS.iterdir() if p.is_dir())

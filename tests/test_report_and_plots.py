@@ -57,3 +57,16 @@ def test_public_surface_is_the_documented_one():
     ])
     for name in tfperf.__all__:
         assert hasattr(tfperf, name)
+
+
+def test_report_says_whether_each_lesson_kept_to_its_stated_run_time():
+    from autograder import course, report
+
+    lesson = course.lessons()[0]
+    limit = report.stated_seconds(lesson, "reduced")
+    assert limit == 60 * lesson.minutes_grading and report.stated_seconds(lesson, "full") == 60 * lesson.minutes_full
+    environment = {"profile": "reduced"}
+    within = report.render([(lesson, [], [], limit - 1)], limit - 1, environment, "plot.png")
+    over = report.render([(lesson, [], [], limit + 1)], limit + 1, environment, "plot.png")
+    assert f"within the {lesson.minutes_grading:g} minutes it states" in within and "over the" not in within
+    assert f"**over the {lesson.minutes_grading:g} minutes it states**" in over
