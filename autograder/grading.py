@@ -418,9 +418,12 @@ def autograde(work: pathlib.Path, lesson_id: str, student: str, *, timeout: floa
     records = work / "records" / student / f"{lesson_id}.jsonl"
     records.parent.mkdir(parents=True, exist_ok=True)
     records.unlink(missing_ok=True)
-    env = course.tool_environment(**{RECORD_VARIABLE: str(records)})
     args = ["autograde", lesson_id, "--student", student, "--force"] + ([f"--Execute.timeout={cell_timeout}"] if cell_timeout else [])
-    done = course.nbgrader(args, work=work, timeout=limit, env=env)
+    # The kernel's temporary files (TensorBoard logs, a submission's scratch files) go in a folder removed afterwards.
+    (work / "tmp").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{student}-{lesson_id}-", dir=work / "tmp", ignore_cleanup_errors=True) as scratch:
+        env = course.tool_environment(**{RECORD_VARIABLE: str(records), "TMPDIR": scratch})
+        done = course.nbgrader(args, work=work, timeout=limit, env=env)
     log = work / "logs" / f"{student}-{lesson_id}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(done.output, encoding="utf-8")

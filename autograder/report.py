@@ -33,6 +33,8 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"tfperf-{lesson.id}-"))
     shutil.copytree(lesson.source.parent, scratch, dirs_exist_ok=True)
     os.environ[RECORD_VARIABLE] = str(records)
+    previous_tmp = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(scratch)  # the kernel's temporary files (TensorBoard logs...) go with the scratch copy
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(scratch)}})
     errors = []
@@ -47,6 +49,10 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
                         errors.append(f"{lesson.id} cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
     finally:
         os.environ.pop(RECORD_VARIABLE, None)
+        if previous_tmp is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = previous_tmp
         shutil.rmtree(scratch, ignore_errors=True)
     return errors
 

@@ -34,14 +34,18 @@ def graded(tmp_path_factory):
         write_submission(references, "reference", lesson, source=lesson.source)
         write_submission(untouched, "untouched", lesson, source=lesson.release)
     write_submission(offline, "offline", LESSONS[0], source=LESSONS[0].source)
-    results = grading.grade(references, work=work, with_feedback=False, progress=False)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")  # where kernels would write temporary files if grading let them
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(elsewhere))
+        results = grading.grade(references, work=work, with_feedback=False, progress=False)
+    left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TFPERF_DATA", raising=False)
         patch.setenv("TFPERF_OFFLINE", "1")
         patch.setenv("KERAS_HOME", str(tmp_path_factory.mktemp("empty_keras")))
         results += grading.grade(untouched, work=work, workers=2, progress=False)
         results += grading.grade(offline, work=tmp_path_factory.mktemp("offline_work"), with_feedback=False, progress=False)
-    return {(r.student, r.lesson): r for r in results}, work
+    return {(r.student, r.lesson): r for r in results}, work, left_behind
 
 
 @pytest.mark.parametrize("lesson_id", IDS)
@@ -50,6 +54,11 @@ def test_reference_solution_autogrades_to_full_marks(graded, lesson_id):
     assert result.error is None, result.lines()
     assert result.max_score > 0
     assert result.score == result.max_score, "\n".join(result.lines())
+
+
+def test_grading_leaves_no_temporary_files_behind(graded):
+    """Lessons 07 and 10 write TensorBoard logs to a temporary folder; graded, it lives and dies with the grading."""
+    assert graded[2] == []
 
 
 def test_reference_solution_passes_offline_on_generated_digits(graded):
