@@ -23,6 +23,16 @@ def _axes(ax, size=(6.0, 3.2)):
     return plt.subplots(figsize=size, layout="constrained")[1]
 
 
+def _finish(ax, xlabel: str, ylabel: str, title: str | None = None):
+    """Axis labels, the title if any, and the legend every plot of the course has; returns the axes."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
 def _as_row(item) -> tuple[str, float, float, float, float | None]:
     """(label, speedup, ci low, ci high, claim) from a Comparison or a record dict."""
     if isinstance(item, Comparison):
@@ -70,10 +80,7 @@ def comparison(result: Comparison, *, ax=None):
     ax.axhline(1.0, color="black", linewidth=0.8)
     if result.threshold is not None:
         ax.axhline(result.threshold, color="tab:red", linestyle="--", label=f"threshold {result.threshold:g}x")
-    ax.set_xlabel("round")
-    ax.set_ylabel(f"{result.baseline.label} / {result.candidate.label}")
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "round", f"{result.baseline.label} / {result.candidate.label}")
 
 
 def step_latency(series: Mapping[str, Sequence[float]], *, x: Mapping[str, Sequence[float]] | None = None,
@@ -117,10 +124,7 @@ def speedup_vs_time(results: Sequence[Comparison], *, saving: float | None = Non
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("baseline time per call (ms)")
-    ax.set_ylabel("speedup (x)")
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "baseline time per call (ms)", "speedup (x)")
 
 
 def metric_curves(series: Mapping[str, Sequence[float]], *, x: Sequence[float] | None = None, ax=None,
@@ -138,12 +142,7 @@ def metric_curves(series: Mapping[str, Sequence[float]], *, x: Sequence[float] |
     for label, values in series.items():
         xs = np.arange(1, len(values) + 1) if x is None else np.asarray(x, float)
         ax.plot(xs, np.asarray(values, float), marker="o", markersize=3, linewidth=1.2, label=label)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, xlabel, ylabel, title)
 
 
 def loss_vs_time(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, ax=None, log: bool = False,
@@ -162,12 +161,7 @@ def loss_vs_time(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], 
         ax.plot(np.asarray(seconds, float), np.asarray(losses, float), linewidth=1, label=label)
     if log:
         ax.set_xscale("log")
-    ax.set_xlabel("elapsed time (s)")
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "elapsed time (s)", ylabel, title)
 
 
 __all__.append("metric_curves")
@@ -195,10 +189,7 @@ def break_even(eager: float, graph: float, first_call: float, *, steps: int | No
             label=f"tf.function, first call {format_seconds(first_call)}, then {format_seconds(graph)}")
     if crossing is not None:
         ax.axvline(crossing, color="tab:gray", linestyle=":", label=f"break-even after ~{crossing:.0f} steps")
-    ax.set_xlabel("training steps")
-    ax.set_ylabel("cumulative time (s)")
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "training steps", "cumulative time (s)")
 
 
 __all__.append("break_even")
@@ -216,12 +207,7 @@ def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "valu
     for label, item in series.items():
         steps, values = np.asarray(item.steps, float), np.asarray(item.values, float)
         ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, linewidth=1.2, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "step", ylabel, title)
 
 
 def logged_histograms(series, *, ax=None, title: str | None = None):
@@ -244,11 +230,7 @@ def logged_histograms(series, *, ax=None, title: str | None = None):
         density = np.divide(count, width, out=np.full_like(count, np.nan), where=width > 0)
         label = f"step {step}" if index in (0, len(series.steps) - 1) else None
         ax.plot((left + right) / 2, density, color=colors[index], linewidth=1, label=label)
-    ax.set_xlabel("value")
-    ax.set_ylabel("weights per unit value")
-    ax.set_title(title or getattr(series, "tag", ""))
-    ax.legend(loc="best", fontsize="small")
-    return ax
+    return _finish(ax, "value", "weights per unit value", title or getattr(series, "tag", ""))
 
 
 def logged_images(images, *, ax=None, title: str | None = None):
