@@ -74,15 +74,18 @@ def cmd_run(args) -> int:
 
 def cmd_flake(args) -> int:
     """Grade reference solutions (and unoptimized answers) N times; print each speed check's pass rate."""
-    import json
-
     from . import flake
 
+    if args.readme:
+        flake.update_readme()
+        print(flake.readme_block())
+        print(f"README.md: flake block regenerated from {flake.RECORDS}")
+        return 0
     rows = flake.measure(args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants)
     table = flake.render(rows, hogs=args.hog, workers=args.workers)
     print(table)
     if args.out:
-        pathlib.Path(args.out).write_text(json.dumps({"hogs": args.hog, "workers": args.workers, "rows": rows}, indent=1))
+        flake.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out))
     bad = flake.wrong(rows)
     print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
     return 1 if bad else 0
@@ -184,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     flake.add_argument("--hog", type=int, default=0, metavar="N", help="keep N cores busy while grading")
     flake.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
     flake.add_argument("--variants", action="store_true", help="also grade the correct-but-unoptimized answers")
-    flake.add_argument("--out", help="write the rows as JSON")
+    flake.add_argument("--out", help="write the rows as JSON (the README's figures come from docs/flake/*.json)")
+    flake.add_argument("--readme", action="store_true", help="measure nothing: regenerate the README's flake block from docs/flake/")
     flake.set_defaults(func=cmd_flake)
 
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)

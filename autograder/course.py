@@ -104,6 +104,22 @@ def lesson(lesson_id: str) -> Lesson:
     return matches[0]
 
 
+def update_readme_block(start: str, end: str, block: str, readme: pathlib.Path | None = None) -> None:
+    """Replace what lies between the markers START and END in the README (generated blocks: example report, flake table)."""
+    readme = readme or ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise ValueError(f"{readme} lacks the markers {start!r} ... {end!r}")
+    head, rest = text.split(start, 1)
+    readme.write_text(f"{head}{start}\n{block}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+
+
+def readme_block(start: str, end: str, readme: pathlib.Path | None = None) -> str:
+    """What the README holds between two markers (the tests compare it with what generates it)."""
+    text = (readme or ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split(start, 1)[1].split(end, 1)[0].strip("\n")
+
+
 def tool_environment(**extra: str) -> dict:
     """Environment for nbgrader and the kernels it starts: this venv first on PATH, TF logs quiet."""
     env = dict(os.environ)

@@ -152,9 +152,4 @@ def readme_block(folder: pathlib.Path = EXAMPLE) -> str:
 
 def update_readme(folder: pathlib.Path = EXAMPLE, readme: pathlib.Path = course.ROOT / "README.md") -> None:
     """Replace the README's example block with ``readme_block(folder)``."""
-    text = readme.read_text(encoding="utf-8")
-    start, end = README_MARKS
-    if start not in text or end not in text:
-        raise ValueError(f"{readme} lacks the markers {start!r} ... {end!r}")
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{readme_block(folder)}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+    course.update_readme_block(*README_MARKS, readme_block(folder), readme)

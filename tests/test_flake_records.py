@@ -1,0 +1,57 @@
+"""The README's flake figures: generated from the committed campaigns in docs/flake/, complete and current."""
+
+import json
+import re
+
+import pytest
+
+from autograder import course, flake, grading, variants
+
+SPEED_CHECKS = [(lesson.id, cell) for lesson in course.lessons() for cell in grading.speed_checks(lesson)]
+
+
+def _threshold(lesson_id: str, cell_id: str) -> float:
+    (cell,) = [c for c in course.read_notebook(course.lesson(lesson_id).source)["cells"] if c.get("id") == cell_id]
+    (value,) = re.findall(r"at_least=([0-9.]+)", "".join(cell["source"]))
+    return float(value)
+
+
+ONE_WORKER = [(c["file"], r) for c in flake.load_records() if c["workers"] == 1 and c["hogs"] >= 1 for r in c["rows"]]
+
+
+def test_readme_flake_block_is_generated_from_the_committed_campaigns():
+    assert course.readme_block(*flake.README_MARKS) == flake.readme_block(), "README flake block is stale: run `tfperf-lab flake --readme`"
+
+
+@pytest.mark.parametrize("lesson_id,cell_id", SPEED_CHECKS, ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
+def test_every_speed_check_was_measured_20_times_with_a_core_busy_at_its_current_threshold(lesson_id, cell_id):
+    rows = [r for _, r in ONE_WORKER if (r["lesson"], r["cell"], r["answer"]) == (lesson_id, cell_id, "reference")]
+    assert rows and all(r["runs"] >= 20 for r in rows), f"measure it: tfperf-lab flake {lesson_id[:2]} --runs 20 --hog 1 --variants --out docs/flake/{lesson_id}.json"
+    assert all(r["threshold"] == _threshold(lesson_id, cell_id) for r in rows), "the threshold changed since the campaign: measure again"
+    assert all(r["passed"] == r["runs"] for r in rows), rows
+
+
+@pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if any(c in grading.speed_checks(course.lesson(v.lesson)) for c in v.loses)],
+                         ids=lambda v: f"{v.lesson[:2]}-{v.name}")
+def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
+    for cell_id in set(variant.loses) & set(grading.speed_checks(course.lesson(variant.lesson))):
+        rows = [r for _, r in ONE_WORKER if (r["lesson"], r["cell"], r["answer"]) == (variant.lesson, cell_id, variant.name)]
+        assert rows and all(r["runs"] >= 20 and r["passed"] == 0 for r in rows), (variant.name, cell_id, rows)
+
+
+def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_a_variant_leaves_alone(tmp_path):
+    variant = next(v for v in variants.VARIANTS if v.lesson == "03_tf_function" and v.name == "eager_train_step")
+    other = next(cell for cell in grading.speed_checks(course.lesson(variant.lesson)) if cell not in variant.loses)
+    (lost,) = set(variant.loses) & set(grading.speed_checks(course.lesson(variant.lesson)))
+    row = {"lesson": variant.lesson, "runs": 20, "speedup_median": 5.0, "ci_low_min": 4.0, "ci_high_max": 6.0, "threshold": 4.0,
+           "seconds_per_notebook": 30.0, "load_median": 2.0}
+    rows = [row | {"cell": lost, "answer": "reference", "passed": 19},
+            row | {"cell": lost, "answer": variant.name, "passed": 1},
+            row | {"cell": other, "answer": variant.name, "passed": 20}]  # not its exercise: not a false pass
+    (tmp_path / "a.json").write_text(json.dumps({"cpu_count": 2, "hogs": 1, "workers": 1, "runs": 20, "rows": rows}))
+    (tmp_path / "b.json").write_text(json.dumps({"cpu_count": 2, "hogs": 0, "workers": 2, "runs": 20,
+                                                 "rows": [row | {"cell": lost, "answer": "reference", "passed": 20, "seconds_per_notebook": 15.0}]}))
+    block = flake.readme_block(tmp_path)
+    assert "One worker: 1 false failures in 20 reference runs of 1 speed checks; 1 false passes in 20 runs of 1 unoptimized answers." in block
+    assert f"`{other}`" not in block
+    assert "| 1 | 1 | 03-03 (1) | 20 | 1 | 2.0 | 2.0 |" in block and "| 2 | 0 | 03-03 (1) | 20 | 0 | 4.0 | 2.0 |" in block
