@@ -114,6 +114,10 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         "ci_low_min": min(m["ci"][0] for m in measured) if measured else None,
         "ci_high_max": max(m["ci"][1] for m in measured) if measured else None,
         "threshold": measured[0]["threshold"] if measured else None,
+        # how hard the decision was: a check stops as soon as its interval clears the threshold (or falls below it),
+        # so a run near its time budget or round limit is a near miss even when it passed
+        "rounds_max": max(m["rounds"] for m in measured) if measured else None,
+        "elapsed_max": max(m["elapsed"] for m in measured) if measured else None,
         "seconds_per_notebook": seconds,
     }
 
@@ -167,12 +171,14 @@ def readme_block(folder: pathlib.Path = RECORDS) -> str:
     rows = sorted(((c, r) for c in busy for r in c["rows"]),
                   key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"]))
     fmt = lambda v: "-" if v is None else f"{v:.2f}"
-    lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | busy cores | load |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | "
+             "slowest decision | busy cores | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for campaign, r in rows:
+        slowest = f"{r['rounds_max']} rounds, {r['elapsed_max']:.1f} s" if r.get("rounds_max") else "-"
         lines.append(f"| {r['lesson'][:2]} | `{r['cell']}` | {r['answer'].replace('_', ' ')} | {r['passed']} / {r['runs']} | "
                      f"{fmt(r['speedup_median'])}x | {fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
-                     f"{campaign['hogs']} | {fmt(r.get('load_median'))} |")
+                     f"{slowest} | {campaign['hogs']} | {fmt(r.get('load_median'))} |")
     reference = [r for _, r in rows if r["answer"] == "reference"]
     unoptimized = [r for _, r in rows if r["answer"] != "reference"]
     lines += ["", f"One worker: {sum(r['runs'] - r['passed'] for r in reference)} false failures in {sum(r['runs'] for r in reference)} "
