@@ -50,7 +50,8 @@ def cmd_grade(args) -> int:
 
     work = pathlib.Path(args.work).resolve()
     results = grading.grade(pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                            timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers, force=args.force)
+                            timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or grading.DEFAULT_WORKERS,
+                            force=args.force)
     for result in results:
         print("\n".join(result.lines()))
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work / 'grades.csv'}; feedback: {work / 'feedback'}")
@@ -165,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
     grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
     grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300, from nbgrader_config.py)")
-    grade.add_argument("--workers", type=int, default=1, help="notebooks graded at once (default 1: speed checks share the cores)")
+    grade.add_argument("--workers", type=int, default=None,
+                       help="notebooks graded at once (default: one per core, at most 2, the count measured free of false "
+                            "speed-check failures; see the README)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
     grade.set_defaults(func=cmd_grade)
 

@@ -184,20 +184,26 @@ def readme_block(folder: pathlib.Path = RECORDS) -> str:
     lines += ["", f"One worker: {sum(r['runs'] - r['passed'] for r in reference)} false failures in {sum(r['runs'] for r in reference)} "
                   f"reference runs of {len(reference)} speed checks; {sum(r['passed'] for r in unoptimized)} false passes in "
                   f"{sum(r['runs'] for r in unoptimized)} runs of {len(unoptimized)} unoptimized answers."]
-    lines += ["", "| workers | busy cores beside | lessons | reference runs | false failures | notebooks a minute | per core |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| workers | busy cores beside | lessons | reference runs | false failures | smallest margin (lowest bound / threshold) | "
+                  "slowest decision | notebooks a minute | per core |",
+              "|---|---|---|---|---|---|---|---|---|"]
     by_conditions: dict[tuple[int, int], list[dict]] = {}
     for campaign in campaigns:
         by_conditions.setdefault((campaign["workers"], campaign["hogs"]), []).append(campaign)
     for (workers, hogs), group in sorted(by_conditions.items()):
         reference = [r for c in group for r in c["rows"] if r["answer"] == "reference"]
         lessons = sorted({r["lesson"][:2] for r in reference})
+        every = len(lessons) == len([lesson for lesson in course.lessons() if grading.speed_checks(lesson)])
+        margin = min(reference, key=lambda r: r["ci_low_min"] / r["threshold"])
+        slowest = max(reference, key=lambda r: r.get("elapsed_max") or 0)
         # seconds per notebook is wall-clock time over notebooks graded, for each lesson once
         seconds = {r["lesson"]: r["seconds_per_notebook"] for c in group for r in c["rows"]}
         per_minute = 60 / statistics.median(seconds.values())
         cores = (group[0].get("cpu_count") or 2) - hogs
-        lines.append(f"| {workers} | {hogs} | {lessons[0]}-{lessons[-1]} ({len(lessons)}) | {sum(r['runs'] for r in reference)} | "
-                     f"{sum(r['runs'] - r['passed'] for r in reference)} | {per_minute:.1f} | {per_minute / max(cores, 1):.1f} |")
+        decision = f"{slowest['elapsed_max']:.1f} s ({slowest['lesson'][:2]})" if slowest.get("elapsed_max") else "-"
+        lines.append(f"| {workers} | {hogs} | {'all ' + str(len(lessons)) if every else ', '.join(lessons)} | {sum(r['runs'] for r in reference)} | "
+                     f"{sum(r['runs'] - r['passed'] for r in reference)} | {margin['ci_low_min'] / margin['threshold']:.2f} ({margin['lesson'][:2]}) | "
+                     f"{decision} | {per_minute:.1f} | {per_minute / max(cores, 1):.1f} |")
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -521,14 +522,21 @@ def _grade_one(work: pathlib.Path, student: str, path: pathlib.Path, lesson_id: 
     return result
 
 
+# Parallel gradings share the cores their speed checks time on. On the 2-core development machine, two workers (about
+# a core each) gave no false failure in 240 reference gradings of the 12 speed checks (docs/flake/workers-2.json) and
+# graded about twice as many notebooks a minute as one (lesson 01: 7.9 s a notebook, against 15 s); more workers than
+# cores cannot grade faster. Two at most, until a larger machine is measured with `tfperf-lab flake --workers N`.
+DEFAULT_WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
 def grade(folder: pathlib.Path, *, work: pathlib.Path = course.WORK, csv_path: pathlib.Path | None = None,
-          timeout: float | None = None, cell_timeout: int | None = None, workers: int = 1, force: bool = False,
+          timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
           with_feedback: bool = True, progress: bool = True) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless
     ``force``: a run that was stopped halfway resumes where it stopped. ``workers`` notebooks are
-    graded at once; speed checks share the cores, so more than one can fail correct work.
+    graded at once (default: ``DEFAULT_WORKERS``, measured free of false failures); speed checks share the cores.
     """
     from tqdm.auto import tqdm
 

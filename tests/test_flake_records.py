@@ -54,4 +54,15 @@ def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_
     block = flake.readme_block(tmp_path)
     assert "One worker: 1 false failures in 20 reference runs of 1 speed checks; 1 false passes in 20 runs of 1 unoptimized answers." in block
     assert f"`{other}`" not in block
-    assert "| 1 | 1 | 03-03 (1) | 20 | 1 | 2.0 | 2.0 |" in block and "| 2 | 0 | 03-03 (1) | 20 | 0 | 4.0 | 2.0 |" in block
+    assert "| 1 | 1 | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block and "| 2 | 0 | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
+
+
+def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check():
+    workers = grading.DEFAULT_WORKERS
+    if workers == 1:
+        pytest.skip("one grading at a time on this machine: the one-worker campaigns above cover it")
+    covered = {(r["lesson"], r["cell"]): r for c in flake.load_records() if c["workers"] == workers and c["hogs"] == 0
+               for r in c["rows"] if r["answer"] == "reference"}
+    assert sorted(covered) == sorted(SPEED_CHECKS), f"measure it: tfperf-lab flake --runs 20 --workers {workers} --out docs/flake/workers-{workers}.json"
+    assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for r in covered.values()), covered
+    assert all(r["threshold"] == _threshold(*key) for key, r in covered.items()), "a threshold changed since: measure again"
