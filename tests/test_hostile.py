@@ -121,8 +121,9 @@ def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(ba
         (folder / student / f"{LESSON.id}.ipynb").write_bytes((batch[0] / "kernel_crash" / f"{LESSON.id}.ipynb").read_bytes())
     work = tmp_path / "work"
     tool = str(pathlib.Path(sys.executable).parent / "tfperf-lab")
-    process = subprocess.Popen([tool, "grade", str(folder), "--work", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    # one worker, so that the kill lands between the two submissions (with two, both finish together)
+    process = subprocess.Popen([tool, "grade", str(folder), "--work", str(work), "--workers", "1"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
     states = work / "state"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list(states.rglob("*.json"))) < 1:
