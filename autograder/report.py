@@ -32,14 +32,13 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
     nb = nbformat.read(lesson.source, as_version=4)
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"tfperf-{lesson.id}-"))
     shutil.copytree(lesson.source.parent, scratch, dirs_exist_ok=True)
-    os.environ[RECORD_VARIABLE] = str(records)
-    previous_tmp = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(scratch)  # the kernel's temporary files (TensorBoard logs...) go with the scratch copy
+    # the kernel records its measurements to RECORDS; its temporary files (TensorBoard logs...) go with the scratch copy
+    kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch)})
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(scratch)}})
     errors = []
     try:
-        with client.setup_kernel():
+        with client.setup_kernel(env=kernel_env):
             for index, cell in enumerate(tqdm(nb.cells, desc=lesson.id, unit="cell", disable=not progress, leave=False)):
                 if cell.cell_type != "code":
                     continue
@@ -48,11 +47,6 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
                     if output.get("output_type") == "error":
                         errors.append(f"{lesson.id} cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
     finally:
-        os.environ.pop(RECORD_VARIABLE, None)
-        if previous_tmp is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = previous_tmp
         shutil.rmtree(scratch, ignore_errors=True)
     return errors
 

@@ -53,7 +53,7 @@ def test_no_mnist_data_is_committed():
 def test_readme_example_report_is_the_committed_one_and_covers_every_lesson():
     start, end = report.README_MARKS
     assert start in README and end in README
-    block = README.split(start, 1)[1].split(end, 1)[0]
+    block = course.readme_block(start, end)
     assert block.strip() == report.readme_block().strip(), "README example is stale: run `tfperf-lab run --example`"
     text = (report.EXAMPLE / "course-report.md").read_text(encoding="utf-8")
     missing = [lesson.id for lesson in course.lessons() if f"## {lesson.id}:" not in text]
