@@ -130,3 +130,39 @@ def test_from_loops_divides_elapsed_time_by_the_item_count():
 def test_format_seconds_picks_a_readable_unit():
     assert timing.format_seconds(1.5e-4) == "150 us"
     assert timing.format_seconds(2.5) == "2.5 s"
+
+
+def test_describe_says_faster_only_when_the_interval_clears_one(clock):
+    result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2),
+                            labels=("slow", "fast"), clock=clock)
+    sentence = result.describe()
+    assert sentence.startswith(f"fast against slow: {result.speedup:.2f}x (95% CI {result.ci[0]:.2f}-{result.ci[1]:.2f}x)")
+    assert sentence.endswith(": faster on this run.")
+
+
+def test_describe_says_slower_for_a_slower_candidate(clock):
+    result = tfperf.compare(clock.workload(1e-3, jitter=0.1, seed=3), clock.workload(2e-3, jitter=0.1, seed=4), clock=clock)
+    assert result.verdict == "slower" and "slower on this run" in result.describe()
+
+
+def test_describe_finds_no_measurable_difference_between_equal_functions(clock):
+    result = tfperf.compare(clock.workload(1e-3, jitter=0.2, seed=3), clock.workload(1e-3, jitter=0.2, seed=4), clock=clock)
+    sentence = result.describe()
+    assert "no measurable difference on this run" in sentence
+    assert "faster" not in sentence and "slower" not in sentence
+
+
+def test_describe_follows_the_verdict_not_the_median():
+    # A median of 1.48x whose interval reaches 1x is not "faster"; a 0.69x whose interval stays below 1/1.05 is "slower".
+    wide = timing.Comparison(make_result("serial"), make_result("overlap"), (1.48,), (1.0, 2.36))
+    assert "no measurable difference" in wide.describe()
+    narrow = timing.Comparison(make_result("serial"), make_result("parallel"), (0.69,), (0.50, 0.93))
+    assert "slower on this run" in narrow.describe()
+
+
+def test_describe_calls_an_effect_fragile_when_the_course_runs_straddle_one(clock):
+    result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
+    assert "A fragile effect: the course's runs measured 0.6-1.4x" in result.describe(seen=(0.6, 1.4))
+    steady = result.describe(seen=(1.8, 2.2))
+    assert "fragile" not in steady and steady.endswith("The course's runs measured 1.8-2.2x.")
+    assert "(this run falls outside that range)" in result.describe(seen=(5.0, 8.0))

@@ -160,6 +160,34 @@ class Comparison:
             return "slower"
         return "inconclusive"
 
+    def describe(self, *, seen: tuple[float, float] | None = None) -> str:
+        """One sentence for a lesson's "What to notice": this run's speedup, its interval, and the word it allows.
+
+        The word comes from `verdict`: "faster" or "slower" only when the whole interval clears
+        1x by the tolerance, otherwise "no measurable difference". ``seen`` is the range of speedups
+        measured over the course's own runs: when it lies on both sides of 1x the effect is called
+        fragile; when this run falls outside it, the sentence says so. Introduced in lesson 02.
+
+        Args:
+            seen: (lowest, highest) speedup over the course's runs, or None.
+
+        Returns:
+            A sentence such as ``"parallel map against sequential map: 0.69x (95% CI 0.50-0.93x): slower on this run."``
+        """
+        low, high = self.ci
+        words = {"faster": "faster on this run", "slower": "slower on this run"}.get(
+            self.verdict, f"no measurable difference on this run (the interval reaches within {self.tolerance:.0%} of 1x)")
+        sentence = (f"{self.candidate.label} against {self.baseline.label}: {self.speedup:.2f}x "
+                    f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x): {words}.")
+        if seen is None:
+            return sentence
+        least, most = seen
+        if least < 1 < most:
+            return (f"{sentence} A fragile effect: the course's runs measured {least:.2g}-{most:.2g}x, faster on some "
+                    "and slower on others, so one run decides nothing.")
+        outside = " (this run falls outside that range)" if self.speedup < least or self.speedup > most else ""
+        return f"{sentence} The course's runs measured {least:.2g}-{most:.2g}x{outside}."
+
     @property
     def passed(self) -> bool:
         """True when a threshold was set and the interval's lower bound clears it."""
