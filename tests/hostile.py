@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from autograder import course, variants
+from tfperf_lab import variants
+from pipeline import COURSE
 
-LESSON = course.lesson("01_callable_handles")
+LESSON = COURSE.lesson("01_callable_handles")
 SOLUTION = "make_callable_solution"
 SLOW = next(v for v in variants.for_lesson(LESSON.id) if v.name == "calls_sess_run")
 CORRECTNESS = ("handle_matches_sess_run", "handle_rejects_bad_elements")
@@ -33,12 +34,12 @@ class Case:
 
 
 def reference() -> dict:
-    return course.read_notebook(LESSON.source)
+    return notebook.read(LESSON.source)
 
 
 def slow() -> dict:
     """Correct, but calls sess.run inside: fails the structure and speed checks honestly."""
-    return SLOW.notebook()
+    return SLOW.notebook(LESSON)
 
 
 def sleepy() -> dict:

@@ -1,13 +1,18 @@
-"""Helpers of the pipeline tests: build submissions from the course's own notebooks and grade them."""
+"""Helpers of the pipeline tests: the course under test, submissions built from its own notebooks, and grading them."""
 
 import json
 import pathlib
 import shutil
 
-from autograder import course, grading
+from tfperf_lab import batch, notebook, variants
+from tfperf_lab.course import Course, Lesson, WorkFolder
+from tfperf_lab.results import SubmissionResult
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+COURSE = Course.find(ROOT)
 
 
-def write_submission(folder: pathlib.Path, student: str, lesson: course.Lesson, notebook: dict | None = None,
+def write_submission(folder: pathlib.Path, student: str, lesson: Lesson, notebook: dict | None = None,
                      source: pathlib.Path | None = None) -> pathlib.Path:
     """Put a notebook at FOLDER/<student>/<lesson>.ipynb, from a dict or a file."""
     target = folder / student / f"{lesson.id}.ipynb"
@@ -19,20 +24,12 @@ def write_submission(folder: pathlib.Path, student: str, lesson: course.Lesson, 
     return target
 
 
-def with_changes(lesson: course.Lesson, changes: dict[str, dict[str, str]]) -> dict:
+def with_changes(lesson: Lesson, changes: dict[str, dict[str, str]]) -> dict:
     """The reference solution with text replacements applied to several cells: {cell id: {old: new}}."""
-    notebook = course.read_notebook(lesson.source)
-    for cell in notebook["cells"]:
-        if cell.get("id") in changes:
-            text = "".join(cell["source"])
-            for old, new in changes[cell["id"]].items():
-                assert old in text, f"{old!r} not in {cell['id']}"
-                text = text.replace(old, new)
-            cell["source"] = text
-    return notebook
+    return variants.apply(lesson.source_notebook(), {cell: tuple(replace.items()) for cell, replace in changes.items()})
 
 
-def with_solution(lesson: course.Lesson, grade_id: str, replace: dict[str, str]) -> dict:
+def with_solution(lesson: Lesson, grade_id: str, replace: dict[str, str]) -> dict:
     """The reference solution with text replacements applied to one solution cell."""
     return with_changes(lesson, {grade_id: replace})
 
@@ -53,20 +50,18 @@ def assert_keeps_and_loses(result, keeps, loses) -> None:
     assert not lost and not kept, f"should keep points but did not: {lost}; should lose them but did not: {kept}\n" + "\n".join(result.lines())
 
 
-def hidden_lines(lesson: course.Lesson) -> list[str]:
+def hidden_lines(lesson: Lesson) -> list[str]:
     """Lines of the source's hidden test regions (longer than 12 characters) that appear nowhere in the student version."""
-    visible = json.dumps(course.read_notebook(lesson.release))
+    visible = json.dumps(lesson.release_notebook())
     lines = []
-    for cell in course.read_notebook(lesson.source)["cells"]:
-        text = "".join(cell["source"])
-        if "### BEGIN HIDDEN TESTS" in text:
-            region = text.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
+    for cell in lesson.source_notebook()["cells"]:
+        for region in notebook.hidden_regions(notebook.source(cell)):
             lines += [line.strip() for line in region.splitlines()
                       if len(line.strip()) > 12 and json.dumps(line.strip())[1:-1] not in visible]
     return lines
 
 
-def leaks(html: str, lesson: course.Lesson) -> list[str]:
+def leaks(html: str, lesson: Lesson) -> list[str]:
     """What a feedback page shows that it must not: hidden test lines, the hidden-test markers, IPython traceback frames.
 
     ("Cell In[12], line 3" and the "---->" marker are IPython's; a lesson may print TensorFlow's own
@@ -76,10 +71,10 @@ def leaks(html: str, lesson: course.Lesson) -> list[str]:
     return found + [mark for mark in ("BEGIN HIDDEN TESTS", "Cell In[", "----&gt; ") if mark in html]
 
 
-def grade_submissions(tmp_path_factory, lesson: course.Lesson, notebooks: dict[str, dict]) -> dict[str, grading.SubmissionResult]:
+def grade_submissions(tmp_path_factory, lesson: Lesson, notebooks: dict[str, dict]) -> dict[str, SubmissionResult]:
     """Grade one notebook per student (as an instructor would, feedback aside); student -> result."""
     folder = tmp_path_factory.mktemp(lesson.id)
     for student, notebook in notebooks.items():
         write_submission(folder, student, lesson, notebook)
-    results = grading.grade(folder, work=tmp_path_factory.mktemp("work"), with_feedback=False, progress=False)
+    results = batch.grade(COURSE, folder, work=WorkFolder(tmp_path_factory.mktemp("work")), with_feedback=False, progress=False)
     return {result.student: result for result in results}

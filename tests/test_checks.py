@@ -55,7 +55,7 @@ def test_assert_speedup_passes_fails_and_records(tmp_path, monkeypatch, clock, c
     with pytest.raises(AssertionError, match=r"at least 2x faster.*measured 1.00x.*Hint: use the handle"):
         tfperf.assert_speedup(clock.workload(1e-3), clock.workload(1e-3), at_least=2.0, name="bad", hint="use the handle", clock=clock)
     assert "5.00x (needs >= 2x: pass)" in capsys.readouterr().out
-    names = [r["name"] for r in tfperf.report.load_records(tmp_path / "records.jsonl")]
+    names = [r.name for r in tfperf.report.load_records(tmp_path / "records.jsonl")]
     assert names == ["good", "bad"]
 
 

@@ -13,11 +13,11 @@ import re
 
 import pytest
 
-from autograder import course, exchange
-from pipeline import hidden_lines, leaks
+from tfperf_lab import exchange
+from pipeline import COURSE, hidden_lines, leaks
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("01_callable_handles")
+LESSON = COURSE.lesson("01_callable_handles")
 COURSE_ID = "tfperf-hub-test"  # not the default id: the hub's course id reaches every step
 
 
@@ -27,9 +27,9 @@ def _sha(path) -> str:
 
 def _answer_from_solutions(path) -> None:
     """What a student who solved everything submits: their fetched copy with the reference answers typed in."""
-    answers = {cell["id"]: cell for cell in course.read_notebook(LESSON.source)["cells"]
+    answers = {cell["id"]: cell for cell in notebook.read(LESSON.source)["cells"]
                if cell.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    notebook = course.read_notebook(path)
+    notebook = notebook.read(path)
     typed = 0
     for cell in notebook["cells"]:
         if cell.get("id") in answers:
@@ -53,7 +53,7 @@ def classroom(tmp_path_factory):
 
     instructor.release([LESSON.id])
     fetched = each_student("fetch")
-    fetched_release = course.read_notebook(fetched["bob"])
+    fetched_release = notebook.read(fetched["bob"])
     _answer_from_solutions(fetched["alice"])
     submitted = {name: _sha(path) for name, path in fetched.items()}
     each_student("submit")
@@ -68,7 +68,7 @@ def classroom(tmp_path_factory):
 
 def test_release_reaches_students_without_solutions_or_hidden_tests(classroom):
     outbound = classroom["root"] / COURSE_ID / "outbound" / LESSON.id / f"{LESSON.id}.ipynb"
-    assert course.read_notebook(outbound) == classroom["fetched_release"] == course.read_notebook(LESSON.release)
+    assert notebook.read(outbound) == classroom["fetched_release"] == notebook.read(LESSON.release)
     text = json.dumps(classroom["fetched_release"])
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
     assert not [line for line in hidden_lines(LESSON) if json.dumps(line)[1:-1] in text]

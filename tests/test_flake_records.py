@@ -5,22 +5,23 @@ import re
 
 import pytest
 
-from autograder import course, flake, grading, variants
+from tfperf_lab import batch, flake, notebook, readme, variants
+from pipeline import COURSE
 
-SPEED_CHECKS = [(lesson.id, cell) for lesson in course.lessons() for cell in grading.speed_checks(lesson)]
+SPEED_CHECKS = [(lesson.id, cell) for lesson in COURSE.lessons for cell in lesson.speed_checks()]
 
 
 def _threshold(lesson_id: str, cell_id: str) -> float:
-    (cell,) = [c for c in course.read_notebook(course.lesson(lesson_id).source)["cells"] if c.get("id") == cell_id]
+    (cell,) = [c for c in notebook.read(COURSE.lesson(lesson_id).source)["cells"] if c.get("id") == cell_id]
     (value,) = re.findall(r"at_least=([0-9.]+)", "".join(cell["source"]))
     return float(value)
 
 
-ONE_WORKER = [(c["file"], r) for c in flake.load_records() if c["workers"] == 1 and c["hogs"] >= 1 for r in c["rows"]]
+ONE_WORKER = [(c["file"], r) for c in flake.load_campaigns(readme.flake_folder(COURSE)) if c["workers"] == 1 and c["hogs"] >= 1 for r in c["rows"]]
 
 
 def test_readme_flake_block_is_generated_from_the_committed_campaigns():
-    assert course.readme_block(*flake.README_MARKS) == flake.readme_block(), "README flake block is stale: run `tfperf-lab flake --readme`"
+    assert readme.current(COURSE, "flake") == readme.generate(COURSE, "flake"), "README flake block is stale: run `tfperf-lab flake --readme`"
 
 
 @pytest.mark.parametrize("lesson_id,cell_id", SPEED_CHECKS, ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
@@ -31,18 +32,18 @@ def test_every_speed_check_was_measured_20_times_with_a_core_busy_at_its_current
     assert all(r["passed"] == r["runs"] for r in rows), rows
 
 
-@pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if any(c in grading.speed_checks(course.lesson(v.lesson)) for c in v.loses)],
+@pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if v.campaign and any(c in COURSE.lesson(v.lesson).speed_checks() for c in v.loses)],
                          ids=lambda v: f"{v.lesson[:2]}-{v.name}")
 def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
-    for cell_id in set(variant.loses) & set(grading.speed_checks(course.lesson(variant.lesson))):
+    for cell_id in set(variant.loses) & set(COURSE.lesson(variant.lesson).speed_checks()):
         rows = [r for _, r in ONE_WORKER if (r["lesson"], r["cell"], r["answer"]) == (variant.lesson, cell_id, variant.name)]
         assert rows and all(r["runs"] >= 20 and r["passed"] == 0 for r in rows), (variant.name, cell_id, rows)
 
 
 def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_a_variant_leaves_alone(tmp_path):
     variant = next(v for v in variants.VARIANTS if v.lesson == "03_tf_function" and v.name == "eager_train_step")
-    other = next(cell for cell in grading.speed_checks(course.lesson(variant.lesson)) if cell not in variant.loses)
-    (lost,) = set(variant.loses) & set(grading.speed_checks(course.lesson(variant.lesson)))
+    other = next(cell for cell in COURSE.lesson(variant.lesson).speed_checks() if cell not in variant.loses)
+    (lost,) = set(variant.loses) & set(COURSE.lesson(variant.lesson).speed_checks())
     row = {"lesson": variant.lesson, "runs": 20, "speedup_median": 5.0, "ci_low_min": 4.0, "ci_high_max": 6.0, "threshold": 4.0,
            "seconds_per_notebook": 30.0, "load_median": 2.0}
     rows = [row | {"cell": lost, "answer": "reference", "passed": 19},
@@ -51,17 +52,17 @@ def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_
     (tmp_path / "a.json").write_text(json.dumps({"cpu_count": 2, "hogs": 1, "workers": 1, "runs": 20, "rows": rows}))
     (tmp_path / "b.json").write_text(json.dumps({"cpu_count": 2, "hogs": 0, "workers": 2, "runs": 20,
                                                  "rows": [row | {"cell": lost, "answer": "reference", "passed": 20, "seconds_per_notebook": 15.0}]}))
-    block = flake.readme_block(tmp_path)
+    block = readme.flake_block(COURSE, tmp_path)
     assert "One worker: 1 false failures in 20 reference runs of 1 speed checks; 1 false passes in 20 runs of 1 unoptimized answers." in block
     assert f"`{other}`" not in block
     assert "| 1 | 1 | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block and "| 2 | 0 | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
 
 
 def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check():
-    workers = grading.DEFAULT_WORKERS
+    workers = batch.DEFAULT_WORKERS
     if workers == 1:
         pytest.skip("one grading at a time on this machine: the one-worker campaigns above cover it")
-    covered = {(r["lesson"], r["cell"]): r for c in flake.load_records() if c["workers"] == workers and c["hogs"] == 0
+    covered = {(r["lesson"], r["cell"]): r for c in flake.load_campaigns(readme.flake_folder(COURSE)) if c["workers"] == workers and c["hogs"] == 0
                for r in c["rows"] if r["answer"] == "reference"}
     assert sorted(covered) == sorted(SPEED_CHECKS), f"measure it: tfperf-lab flake --runs 20 --workers {workers} --out docs/flake/workers-{workers}.json"
     assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for r in covered.values()), covered

@@ -16,11 +16,14 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import course, lint, stamp
+from tfperf_lab import lint, notebook, stamp
+from pipeline import COURSE
+
+WHERE = stamp.location(COURSE)
 from tfperf import selfcheck
 
-CONFIG = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["tfperf"]
-LESSONS = course.lessons()
+CONFIG = tomllib.loads((COURSE.root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["tfperf"]
+LESSONS = COURSE.lessons
 
 
 def _cell(nb: dict, cell_id: str) -> str:
@@ -31,7 +34,7 @@ def _cell(nb: dict, cell_id: str) -> str:
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_every_lesson_opens_its_own_student_version_on_colab_and_kaggle(lesson):
     for path in (lesson.source, lesson.release):
-        badge = _cell(course.read_notebook(path), "colab-badge")
+        badge = _cell(notebook.read(path), "colab-badge")
         targets = re.findall(r"\]\((https://[^)]+)\)", badge)
         colab = [t for t in targets if t.startswith("https://colab.research.google.com/github/")]
         kaggle = [t for t in targets if t.startswith("https://kaggle.com/kernels/welcome?src=https://github.com/")]
@@ -39,12 +42,12 @@ def test_every_lesson_opens_its_own_student_version_on_colab_and_kaggle(lesson):
         for url in colab + kaggle:
             owner_name, branch, relative = re.search(r"github(?:\.com)?/([^/]+/[^/]+)/blob/([^/]+)/(.+)$", url).groups()
             assert (owner_name, branch) == (CONFIG["repository"], CONFIG["branch"]), url
-            assert relative == f"lessons/{lesson.id}/{lesson.id}.ipynb" and (course.ROOT / relative).is_file(), url
+            assert relative == f"lessons/{lesson.id}/{lesson.id}.ipynb" and (COURSE.root / relative).is_file(), url
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_every_setup_cell_installs_from_the_configured_repository_and_summary_lists_every_test(lesson):
-    nb = course.read_notebook(lesson.release)
+    nb = notebook.read(lesson.release)
     setup = _cell(nb, "setup")
     assert f"git+https://github.com/{CONFIG['repository']}@{CONFIG['branch']}" in setup
     assert setup.rstrip().endswith("ENV = tfperf.env.setup()")
@@ -63,7 +66,7 @@ def test_setup_preamble_installs_only_on_a_hosted_notebook_that_lacks_the_helper
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: present.get(name, object()))
     monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    preamble = stamp.HOSTED_INSTALL.format(install=stamp.install_spec())
+    preamble = stamp.HOSTED_INSTALL.format(install=stamp.install_spec(WHERE))
 
     exec(preamble, {})  # local machine without tfperf: the later `import tfperf` explains; no pip
     assert calls == []
@@ -79,15 +82,15 @@ def test_setup_preamble_installs_only_on_a_hosted_notebook_that_lacks_the_helper
 
 
 def test_stamping_is_idempotent_and_lint_flags_stale_shared_cells():
-    nb = course.read_notebook(LESSONS[0].source)
-    assert stamp.stamped(nb) == nb and stamp.problems(nb) == []
+    nb = notebook.read(LESSONS[0].source)
+    assert stamp.stamped(nb, WHERE) == nb and stamp.problems(nb, WHERE) == []
     stale = json.loads(json.dumps(nb))
     stale["metadata"]["tfperf"]["lesson"] = "99_elsewhere"  # badge now points at the wrong lesson
-    assert any("colab-badge" in p for p in lint.shared_cells(stale))
+    assert any("colab-badge" in p for p in lint.shared_cells(stale, WHERE))
     moved = json.loads(json.dumps(nb))
     moved["cells"].append(nbformat.v4.new_markdown_cell("a cell added after the summary"))
-    assert any("self-check" in p for p in lint.shared_cells(moved))
-    assert stamp.problems(stamp.stamped(moved)) == []
+    assert any("self-check" in p for p in lint.shared_cells(moved, WHERE))
+    assert stamp.problems(stamp.stamped(moved, WHERE), WHERE) == []
 
 
 def test_exercise_table_groups_checks_under_their_exercise_heading_with_points():
@@ -159,7 +162,7 @@ def test_test_cells_report_themselves_in_a_real_kernel(tmp_path):
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_read_only_cells_say_what_the_grader_does_with_them(lesson):
     for path in (lesson.source, lesson.release):
-        for cell in course.read_notebook(path)["cells"]:
+        for cell in notebook.read(path)["cells"]:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade"):
                 assert "".join(cell["source"]).startswith(stamp.READ_ONLY_NOTE), f"{path.name}: {cell.get('id')}"

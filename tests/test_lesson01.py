@@ -6,17 +6,17 @@ correctness points and lose the structure and speed points.
 
 import pytest
 
-from autograder import course, variants
-from pipeline import assert_keeps_and_loses, grade_submissions
+from tfperf_lab import variants
+from pipeline import COURSE, assert_keeps_and_loses, grade_submissions
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("01_callable_handles")
+LESSON = COURSE.lesson("01_callable_handles")
 VARIANTS = {variant.name: variant for variant in variants.for_lesson(LESSON.id)}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook() for name, variant in VARIANTS.items()})
+    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
@@ -25,5 +25,5 @@ def test_unoptimized_wrapper_keeps_correctness_and_loses_speed_points(graded, na
 
 
 def test_unoptimized_wrapper_is_measured_below_the_threshold(graded):
-    (measured,) = [m for m in graded["calls_sess_run"].measurements if m["name"] == "exercise_handle_vs_sess_run"]
-    assert measured["ci"][0] < 1.6 and not measured["passed"]
+    (measured,) = [m for m in graded["calls_sess_run"].measurements if m.name == "exercise_handle_vs_sess_run"]
+    assert measured.ci[0] < 1.6 and not measured.passed

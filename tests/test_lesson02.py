@@ -7,11 +7,10 @@ and speed points, every time. A graph built once but never finalized loses only 
 
 import pytest
 
-from autograder import course
-from pipeline import grade_submissions, scores, with_solution
+from pipeline import COURSE, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("02_graph_growth")
+LESSON = COURSE.lesson("02_graph_growth")
 FINALIZE = "        self.graph.finalize()\n"
 CALL = ("        feed = {self.image: image, self.flip: flip, self.brightness: brightness, self.contrast: contrast}\n"
         "        return self.session.run(self.output, feed)\n")
@@ -58,10 +57,10 @@ def test_correct_but_unoptimized_answers_keep_only_the_points_they_earn(graded, 
 
 @pytest.mark.parametrize("student", ["leaky_loop", "new_graph_per_image"])
 def test_slow_answers_are_measured_below_the_threshold(graded, student):
-    (measured,) = [m for m in graded[student].measurements if m["name"] == "exercise_augmenter_vs_leaky"]
-    assert measured["ci"][0] < 15.0 and not measured["passed"]
+    (measured,) = [m for m in graded[student].measurements if m.name == "exercise_augmenter_vs_leaky"]
+    assert measured.ci[0] < 15.0 and not measured.passed
 
 
 def test_leaky_answer_slows_down_measurably(graded):
-    (measured,) = [m for m in graded["leaky_loop"].measurements if m["name"] == "exercise_augmenter_late_vs_early"]
-    assert measured["ci"][0] < 0.5 and not measured["passed"]
+    (measured,) = [m for m in graded["leaky_loop"].measurements if m.name == "exercise_augmenter_late_vs_early"]
+    assert measured.ci[0] < 0.5 and not measured.passed

@@ -14,11 +14,10 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from autograder import course
-from pipeline import assert_keeps_and_loses, grade_submissions, with_changes
+from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, with_changes
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("04_tf_data")
+LESSON = COURSE.lesson("04_tf_data")
 FIXED, FAST = "fixed_pipeline_solution", "fast_pipeline_solution"
 FIXED_ORDER = (
     "    dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # deterministic: cache it\n"
@@ -72,8 +71,8 @@ def test_unoptimized_answers_keep_correctness_and_lose_structure_and_speed_point
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_unoptimized_pipelines_are_measured_below_the_threshold(graded, name):
-    (measured,) = [m for m in graded[name].measurements if m["name"] == "exercise_fast_pipeline"]
-    assert measured["ci"][0] < measured["threshold"] and not measured["passed"], measured
+    (measured,) = [m for m in graded[name].measurements if m.name == "exercise_fast_pipeline"]
+    assert measured.ci[0] < measured.threshold and not measured.passed, measured
 
 
 def test_timeline_puts_overlapping_spans_in_extra_lanes():

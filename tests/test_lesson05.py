@@ -13,11 +13,10 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from autograder import course
-from pipeline import grade_submissions, scores, with_solution
+from pipeline import COURSE, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("05_metrics")
+LESSON = COURSE.lesson("05_metrics")
 
 LIST_STATE_F1 = '''
 class MacroF1(tf.keras.metrics.Metric):
@@ -67,7 +66,7 @@ def _untracked(name):
 
 
 def _metric_cell_source():
-    (cell,) = [c for c in course.read_notebook(LESSON.source)["cells"] if c.get("id") == "macro_f1_solution"]
+    (cell,) = [c for c in notebook.read(LESSON.source)["cells"] if c.get("id") == "macro_f1_solution"]
     return "".join(cell["source"])
 
 
@@ -140,8 +139,8 @@ def test_eager_metric_updates_lose_the_structure_point(graded, student):
 def test_an_eager_evaluation_loop_loses_the_speed_point_and_is_measured_below_the_threshold(graded):
     result = graded["list_state_eager_evaluate"]
     assert scores(result)["evaluate_is_faster"] == 0, result.lines()
-    (measured,) = [m for m in result.measurements if m["name"] == "exercise_evaluate_vs_eager"]
-    assert measured["ci"][0] < 1.5 and not measured["passed"]
+    (measured,) = [m for m in result.measurements if m.name == "exercise_evaluate_vs_eager"]
+    assert measured.ci[0] < 1.5 and not measured.passed
 
 
 def test_metric_curves_draws_one_line_per_series_and_returns_its_axes():

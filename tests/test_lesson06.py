@@ -11,11 +11,10 @@ import pytest
 matplotlib.use("Agg")
 
 import tfperf  # noqa: E402
-from autograder import course  # noqa: E402
-from pipeline import assert_keeps_and_loses, grade_submissions, with_solution  # noqa: E402
+from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, with_solution  # noqa: E402
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("06_gradient_tape")
+LESSON = COURSE.lesson("06_gradient_tape")
 _PRODUCT = ("        projected = tf.reduce_sum(gradient * v)\n"
             "    return outer.gradient(projected, x, unconnected_gradients=zero)\n")
 VARIANTS = {
@@ -48,8 +47,8 @@ def test_unoptimized_answer_keeps_correctness_and_loses_structure_and_speed_poin
 
 
 def test_eager_train_step_is_measured_below_the_threshold(graded):
-    (measured,) = [m for m in graded["eager_train_step"].measurements if m["name"] == "exercise_train_step_vs_eager"]
-    assert measured["ci"][0] < 4.0 and not measured["passed"]
+    (measured,) = [m for m in graded["eager_train_step"].measurements if m.name == "exercise_train_step_vs_eager"]
+    assert measured.ci[0] < 4.0 and not measured.passed
 
 
 def test_loss_vs_time_draws_one_line_per_run():

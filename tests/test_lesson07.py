@@ -8,11 +8,10 @@ is another correct, fast answer and keeps every point.
 
 import pytest
 
-from autograder import course
-from pipeline import grade_submissions, scores, with_solution
+from pipeline import COURSE, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("07_tensorboard")
+LESSON = COURSE.lesson("07_tensorboard")
 CORRECTNESS = {"scalars_every_step": 2, "scalar_values_match": 2, "weight_histograms_match": 2}
 GATED = (
     "            if step % histogram_every == 0:\n"
@@ -57,8 +56,8 @@ def test_histograms_every_step_keeps_correctness_and_loses_structure_and_speed(g
 
 
 def test_histograms_every_step_is_measured_below_the_threshold(graded):
-    (measured,) = [m for m in graded["histograms_every_step"].measurements if m["name"] == "exercise_histograms_every_10"]
-    assert measured["ci"][0] < 2.0 and not measured["passed"]
+    (measured,) = [m for m in graded["histograms_every_step"].measurements if m.name == "exercise_histograms_every_10"]
+    assert measured.ci[0] < 2.0 and not measured.passed
 
 
 def test_record_if_and_a_default_step_is_another_full_marks_answer(graded):

@@ -7,11 +7,11 @@ each op type's longest event instead of the sum loses the known-trace points.
 
 import pytest
 
-from autograder import course
-from pipeline import grade_submissions, scores, with_solution
+from tfperf_lab import batch
+from pipeline import COURSE, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("08_timeline_profiler")
+LESSON = COURSE.lesson("08_timeline_profiler")
 FIX = (
     "    x = tf.cast(images, tf.float32)[..., tf.newaxis] / 255.0\n"
     "    x = tf.image.per_image_standardization(x)\n"
@@ -50,8 +50,8 @@ def test_wrapped_python_preprocessing_keeps_correctness_and_loses_structure_and_
 
 def test_wrapped_python_preprocessing_is_measured_below_the_threshold(graded):
     for student in graded:
-        (measured,) = [m for m in graded[student].measurements if m["name"] == "exercise_fixed_step"]
-        assert measured["ci"][0] < 1.5 and not measured["passed"], (student, measured["speedup"], measured["ci"])
+        (measured,) = [m for m in graded[student].measurements if m.name == "exercise_fixed_step"]
+        assert measured.ci[0] < 1.5 and not measured.passed, (student, measured.speedup, measured.ci)
 
 
 def test_top_ops_must_sum_durations_not_keep_the_longest(graded):

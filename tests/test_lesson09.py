@@ -8,11 +8,10 @@ and loses the extreme-logits and training points.
 
 import pytest
 
-from autograder import course
-from pipeline import grade_submissions, scores, with_changes
+from pipeline import COURSE, grade_submissions, scores, with_changes
 
 pytestmark = pytest.mark.pipeline
-LESSON = course.lesson("09_nan_checks")
+LESSON = COURSE.lesson("09_nan_checks")
 FIRST_OP, LOSS = "first_nonfinite_op_solution", "stable_cross_entropy_solution"
 
 CHECKS_LEFT_ON = (
@@ -53,8 +52,8 @@ def test_checks_left_on_keeps_the_name_and_loses_structure_and_speed(graded):
     got = scores(result)
     assert got["first_op_named"] == 2, result.lines()
     assert got["checks_switched_off"] == 0 and got["eager_full_speed_after"] == 0, result.lines()
-    (measured,) = [m for m in result.measurements if m["name"] == "exercise_eager_after_first_nonfinite_op"]
-    assert measured["ci"][0] < 3.0 and not measured["passed"], measured
+    (measured,) = [m for m in result.measurements if m.name == "exercise_eager_after_first_nonfinite_op"]
+    assert measured.ci[0] < 3.0 and not measured.passed, measured
 
 
 @pytest.mark.parametrize("student", sorted(SUBMISSIONS))

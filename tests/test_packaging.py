@@ -6,7 +6,8 @@ import re
 import subprocess
 import tomllib
 
-from autograder import cli, course, report
+from tfperf_lab import readme
+from pipeline import COURSE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -18,7 +19,8 @@ def _name(requirement: str) -> str:
 
 def test_environment_yml_names_the_same_packages_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    extras = project["optional-dependencies"]
+    wanted = {_name(r) for r in project["dependencies"] + extras["grader"] + extras["test"]} - {project["name"]}
     text = (ROOT / "environment.yml").read_text()
     dependencies = text.split("dependencies:", 1)[1]
     listed = {_name(m) for m in re.findall(r"^\s+- (?!-e )([A-Za-z][\w.-]*)", dependencies, flags=re.M)}
@@ -41,8 +43,7 @@ def test_readme_quick_start_is_two_commands_and_ci_runs_them():
 
 
 def test_readme_lesson_table_matches_the_lessons_metadata():
-    block = README.split("<!-- lessons:start", 1)[1].split("-->", 1)[1].split("<!-- lessons:end -->", 1)[0]
-    assert block.strip() == cli.lesson_table().strip(), "README lesson table is stale: paste `tfperf-lab lessons`"
+    assert readme.current(COURSE, "lessons") == readme.generate(COURSE, "lessons"), "README lesson table is stale: run `tfperf-lab lessons --readme`"
 
 
 def test_no_mnist_data_is_committed():
@@ -51,14 +52,12 @@ def test_no_mnist_data_is_committed():
 
 
 def test_readme_example_report_is_the_committed_one_and_covers_every_lesson():
-    start, end = report.README_MARKS
-    assert start in README and end in README
-    block = course.readme_block(start, end)
-    assert block.strip() == report.readme_block().strip(), "README example is stale: run `tfperf-lab run --example`"
-    text = (report.EXAMPLE / "course-report.md").read_text(encoding="utf-8")
-    missing = [lesson.id for lesson in course.lessons() if f"## {lesson.id}:" not in text]
+    block = readme.current(COURSE, "report")
+    assert block == readme.generate(COURSE, "report"), "README example is stale: run `tfperf-lab run --example`"
+    text = (readme.example_folder(COURSE) / "course-report.md").read_text(encoding="utf-8")
+    missing = [lesson.id for lesson in COURSE.lessons if f"## {lesson.id}:" not in text]
     assert not missing, f"the example report lacks {missing}: run `tfperf-lab run --example`"
-    assert "error:" not in block and (report.EXAMPLE / "course-report.png").stat().st_size > 10_000
+    assert "error:" not in block and (readme.example_folder(COURSE) / "course-report.png").stat().st_size > 10_000
 
 
 def test_update_readme_replaces_only_the_marked_block(tmp_path):
@@ -67,11 +66,11 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
          "records": [{"name": "fast", "speedup": 6.5, "ci": [5.0, 7.25], "claim": "1 ms"}]}],
         "environment": {"profile": "reduced", "cpu_count": 2, "gpus": [], "tensorflow": "2.21.0"}}
     (tmp_path / "course-report.json").write_text(json.dumps(summary))
-    readme = tmp_path / "README.md"
-    start, end = report.README_MARKS
-    readme.write_text(f"before\n{start}\nold\n{end}\nafter\n")
-    report.update_readme(tmp_path, readme)
-    text = readme.read_text()
+    target = tmp_path / "README.md"
+    start, end = readme.MARKS["report"]
+    target.write_text(f"before\n{start}\nold\n{end}\nafter\n")
+    readme.update(COURSE, "report", folder=tmp_path, readme=target)
+    text = target.read_text()
     assert text.startswith(f"before\n{start}\n") and text.endswith(f"{end}\nafter\n") and "old" not in text
     assert "| 01 | fast | 6.50x (5.00-7.25) | 1 ms |" in text and "| 01 | error: cell 3: ValueError: boom | | |" in text
     assert "2 CPU cores, no GPU, TensorFlow 2.21.0: 1 lesson in 1.5 min" in text

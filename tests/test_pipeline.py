@@ -13,13 +13,14 @@ import sys
 
 import pytest
 
-from autograder import course, grading, lint
-from pipeline import hidden_lines, leaks, write_submission
+from tfperf_lab import batch, lint, notebook
+from tfperf_lab.course import WorkFolder
+from pipeline import COURSE, hidden_lines, leaks, write_submission
 
 pytestmark = pytest.mark.pipeline
 # TFPERF_TEST_LESSONS=01,03 restricts these tests to some lessons while developing one (CI runs all).
 ONLY = [item for item in os.environ.get("TFPERF_TEST_LESSONS", "").split(",") if item]
-LESSONS = [lesson for lesson in course.lessons() if not ONLY or any(lesson.id.startswith(prefix) for prefix in ONLY)]
+LESSONS = [lesson for lesson in COURSE.lessons if not ONLY or any(lesson.id.startswith(prefix) for prefix in ONLY)]
 IDS = [lesson.id for lesson in LESSONS]
 
 
@@ -37,14 +38,14 @@ def graded(tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")  # where kernels would write temporary files if grading let them
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(elsewhere))
-        results = grading.grade(references, work=work, with_feedback=False, progress=False)
+        results = batch.grade(COURSE, references, work=WorkFolder(work), with_feedback=False, progress=False)
     left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TFPERF_DATA", raising=False)
         patch.setenv("TFPERF_OFFLINE", "1")
         patch.setenv("KERAS_HOME", str(tmp_path_factory.mktemp("empty_keras")))
-        results += grading.grade(untouched, work=work, workers=2, progress=False)
-        results += grading.grade(offline, work=tmp_path_factory.mktemp("offline_work"), with_feedback=False, progress=False)
+        results += batch.grade(COURSE, untouched, work=WorkFolder(work), workers=2, progress=False)
+        results += batch.grade(COURSE, offline, work=WorkFolder(tmp_path_factory.mktemp("offline_work")), with_feedback=False, progress=False)
     return {(r.student, r.lesson): r for r in results}, work, left_behind
 
 
@@ -76,7 +77,7 @@ def test_untouched_student_version_scores_zero_on_every_autograded_cell(graded, 
 
 @pytest.mark.parametrize("lesson_id", IDS)
 def test_grading_stays_within_the_declared_time_budget(graded, lesson_id):
-    lesson = course.lesson(lesson_id)
+    lesson = COURSE.lesson(lesson_id)
     result = graded[0][("reference", lesson_id)]
     assert lesson.minutes_grading > 0
     assert result.seconds <= lesson.minutes_grading * 60, f"{lesson_id} took {result.seconds:.0f} s to grade"
@@ -86,7 +87,7 @@ def test_grading_stays_within_the_declared_time_budget(graded, lesson_id):
 def test_feedback_shows_no_hidden_test_source_or_traceback(graded, lesson_id):
     result = graded[0][("untouched", lesson_id)]
     html = result.feedback.read_text(encoding="utf-8")
-    lesson = course.lesson(lesson_id)
+    lesson = COURSE.lesson(lesson_id)
     assert hidden_lines(lesson), "the lesson should have hidden tests"
     assert not leaks(html, lesson), f"the feedback shows {leaks(html, lesson)[:3]}"
 
@@ -102,9 +103,9 @@ def test_grades_csv_has_one_column_per_graded_cell(graded):
 def test_student_versions_equal_a_fresh_release(tmp_path):
     done = subprocess.run([sys.executable, "-m", "autograder", "release", "--into", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    for lesson in course.lessons():
+    for lesson in COURSE.lessons:
         fresh = json.loads((tmp_path / lesson.id / f"{lesson.id}.ipynb").read_text())
-        assert fresh == course.read_notebook(lesson.release), f"lessons/{lesson.id} is stale: run `tfperf-lab release`"
+        assert fresh == notebook.read(lesson.release), f"lessons/{lesson.id} is stale: run `tfperf-lab release`"
 
 
 @pytest.mark.parametrize("path", [p for lesson in LESSONS for p in (lesson.source, lesson.release)], ids=str)
@@ -113,16 +114,16 @@ def test_notebooks_follow_the_course_rules(path):
 
 
 def test_lint_holds_each_lesson_to_the_run_time_of_its_metadata():
-    nb = course.read_notebook(LESSONS[0].source)
+    nb = notebook.read(LESSONS[0].source)
     assert LESSONS[0].run_time_text in " ".join("".join(nb["cells"][0]["source"]).split())
     nb["metadata"]["tfperf"]["minutes"]["full"] += 1  # the promise no longer matches what the first cell says
     assert any("must state the run time" in problem for problem in lint.structure(nb))
 
 
 def test_every_lesson_folder_has_a_source_and_a_student_version():
-    sources = sorted(p.name for p in course.SOLUTIONS.iterdir() if p.is_dir())
-    released = sorted(p.name for p in course.LESSONS.iterdir() if p.is_dir())
-    assert sources == released == [lesson.id for lesson in course.lessons()]
+    sources = sorted(p.name for p in COURSE.solutions.iterdir() if p.is_dir())
+    released = sorted(p.name for p in COURSE.releases.iterdir() if p.is_dir())
+    assert sources == released == [lesson.id for lesson in COURSE.lessons]
 
 
 def test_main_job_prints_the_table_and_writes_the_report(tmp_path):

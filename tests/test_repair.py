@@ -3,19 +3,18 @@
 A Colab download can lose both; cells are then matched by content. These tests run no notebook.
 """
 
-import json
 
 import nbformat
 import pytest
 
-from autograder import course, grading
+from tfperf_lab import notebook as nb_file, stage
+from pipeline import COURSE
 from hostile import _strip_metadata
 
-LESSONS = course.lessons()
+LESSONS = COURSE.lessons
 
 
-def _copy(notebook: dict) -> dict:
-    return json.loads(json.dumps(notebook))
+_copy = nb_file.copy
 
 
 def _graded(notebook: dict) -> dict:
@@ -26,15 +25,15 @@ def _graded(notebook: dict) -> dict:
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 @pytest.mark.parametrize("which", ["release", "source"])
 def test_stripped_ids_and_metadata_are_matched_by_content_even_with_extra_cells(lesson, which):
-    release = course.read_notebook(lesson.release)
-    original = course.read_notebook(lesson.release if which == "release" else lesson.source)
+    release = nb_file.read(lesson.release)
+    original = nb_file.read(lesson.release if which == "release" else lesson.source)
     notebook = _strip_metadata(_copy(original), ids=True)
     for cell in notebook["cells"]:
         cell["metadata"]["colab"] = {"id": "x"}  # what Colab adds
     for at in (len(notebook["cells"]) // 3, 2 * len(notebook["cells"]) // 3):  # a learner's scratch cells
         notebook["cells"].insert(at, nbformat.v4.new_code_cell("print('trying something')"))
         notebook["cells"][at].pop("id")
-    by_id, by_content = grading._repair_metadata(notebook, release)
+    by_id, by_content = stage.repair_metadata(notebook, release)
     assert by_id == 0 and by_content == len(_graded(release))
     assert _graded(notebook) == _graded(release)
     for cell in notebook["cells"]:
@@ -44,20 +43,20 @@ def test_stripped_ids_and_metadata_are_matched_by_content_even_with_extra_cells(
 
 
 def test_ids_alone_are_enough_and_nothing_is_matched_twice():
-    release = course.read_notebook(LESSONS[0].release)
+    release = nb_file.read(LESSONS[0].release)
     notebook = _strip_metadata(_copy(release), ids=False)
-    assert grading._repair_metadata(notebook, release) == (len(_graded(release)), 0)
+    assert stage.repair_metadata(notebook, release) == (len(_graded(release)), 0)
     assert _graded(notebook) == _graded(release)
 
 
 def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
-    release = course.read_notebook(LESSONS[0].release)
+    release = nb_file.read(LESSONS[0].release)
     notebook = _strip_metadata(_copy(release), ids=True)
     answer = next(i for i, c in enumerate(release["cells"]) if c["metadata"].get("nbgrader", {}).get("solution")
                   and c["cell_type"] == "code")
     notebook["cells"][answer]["source"] = "def make_callable(*a, **k):\n    return None"
     notebook["cells"].insert(answer + 1, {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None})
-    grading._repair_metadata(notebook, release)
+    stage.repair_metadata(notebook, release)
     assert release["cells"][answer]["id"] not in _graded(notebook)
     tests = [c["metadata"]["nbgrader"]["grade_id"] for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
              and not c["metadata"]["nbgrader"].get("solution")]
@@ -65,12 +64,12 @@ def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
 
 
 def test_a_deleted_read_only_cell_is_put_back_where_it_was():
-    release = course.read_notebook(course.lesson("05_metrics").release)
+    release = nb_file.read(COURSE.lesson("05_metrics").release)
     at = next(i for i, c in enumerate(release["cells"]) if c.get("id") == "baseline_evaluation_case")
-    notebook = json.loads(json.dumps(release))
+    notebook = nb_file.copy(release)
     del notebook["cells"][at]
-    assert "read-only cell baseline_evaluation_case was deleted" in " ".join(grading._tamper_notes(notebook, release))
-    grading._restore_read_only(notebook, release)
+    assert "read-only cell baseline_evaluation_case was deleted" in " ".join(stage.tamper_notes(notebook, release))
+    stage.restore_read_only(notebook, release)
     assert [c.get("id") for c in notebook["cells"]] == [c.get("id") for c in release["cells"]]
 
 
@@ -81,9 +80,9 @@ def test_a_deleted_read_only_cell_is_put_back_where_it_was():
     ("03_tf_function", "from math import sqrt as train_step", "train_step"),
 ])
 def test_redefining_a_read_only_baseline_is_tampering(lesson_id, learner_cell, flagged):
-    lesson = course.lesson(lesson_id)
-    release = course.read_notebook(lesson.release)
-    notebook = course.read_notebook(lesson.source)
-    assert grading._tampering(notebook, release) == [], "the reference must not be flagged"
+    lesson = COURSE.lesson(lesson_id)
+    release = nb_file.read(lesson.release)
+    notebook = nb_file.read(lesson.source)
+    assert stage.tampering(notebook, release) == [], "the reference must not be flagged"
     notebook["cells"].append(nbformat.v4.new_code_cell(learner_cell))
-    assert grading._tampering(notebook, release) == [f"redefines {flagged}, which a read-only cell defines"]
+    assert stage.tampering(notebook, release) == [f"redefines {flagged}, which a read-only cell defines"]

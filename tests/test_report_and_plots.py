@@ -17,7 +17,7 @@ def test_record_appends_json_lines_only_when_asked(tmp_path, monkeypatch, clock)
     monkeypatch.setenv("TFPERF_RECORD", str(path))
     tfperf.record("on", result, claim="2x")
     (entry,) = tfperf.report.load_records(path)
-    assert entry["name"] == "on" and entry["claim"] == "2x" and entry["speedup"] == pytest.approx(2.0)
+    assert entry.name == "on" and entry.claim == "2x" and entry.speedup == pytest.approx(2.0)
 
 
 def test_record_rejects_something_that_is_not_a_comparison():
@@ -27,8 +27,12 @@ def test_record_rejects_something_that_is_not_a_comparison():
 
 def test_load_records_reports_a_broken_line(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps({"name": "a"}) + "\n{broken\n")
+    good = {"name": "a", "speedup": 2.0, "ci": [1.5, 2.5]}
+    path.write_text(json.dumps(good) + "\n{broken\n")
     with pytest.raises(ValueError, match="line 2 is not a JSON record"):
+        tfperf.report.load_records(path)
+    path.write_text(json.dumps({"name": "a"}) + "\n")
+    with pytest.raises(ValueError, match="line 1 is not a JSON record .*not a measurement record"):
         tfperf.report.load_records(path)
 
 
@@ -60,9 +64,10 @@ def test_public_surface_is_the_documented_one():
 
 
 def test_report_says_whether_each_lesson_kept_to_its_stated_run_time():
-    from autograder import course, report
+    from pipeline import COURSE
+    from tfperf_lab import report
 
-    lesson = course.lessons()[0]
+    lesson = COURSE.lessons[0]
     limit = report.stated_seconds(lesson, "reduced")
     assert limit == 60 * lesson.minutes_grading and report.stated_seconds(lesson, "full") == 60 * lesson.minutes_full
     environment = {"profile": "reduced"}

@@ -1,15 +1,29 @@
-"""The unoptimized answers used by the pipeline tests and `tfperf-lab flake` still apply to their lessons."""
+"""The one registry of unoptimized answers (`tfperf_lab.variants`) still applies to its lessons."""
 
 import pytest
 
-from autograder import course, variants
+from tfperf_lab import notebook, variants
+from pipeline import COURSE
 
 
 @pytest.mark.parametrize("variant", variants.VARIANTS, ids=lambda v: f"{v.lesson}:{v.name}")
 def test_variant_applies_and_names_real_graded_cells(variant):
-    notebook = variant.notebook()
-    cells = {cell["id"] for cell in course.lesson(variant.lesson).grade_cells()}
+    lesson = COURSE.lesson(variant.lesson)
+    changed = {cell.get("id"): notebook.source(cell) for cell in variant.notebook(lesson)["cells"]}
+    original = {cell.get("id"): notebook.source(cell) for cell in lesson.source_notebook()["cells"]}
+    cells = {cell["id"] for cell in lesson.grade_cells()}
     assert set(variant.keeps) <= cells and set(variant.loses) <= cells and not set(variant.keeps) & set(variant.loses)
-    changed = next(cell for cell in notebook["cells"] if cell.get("id") == variant.cell)
-    original = next(cell for cell in course.read_notebook(course.lesson(variant.lesson).source)["cells"] if cell.get("id") == variant.cell)
-    assert "".join(changed["source"]) != "".join(original["source"])
+    assert variant.cells and all(changed[cell] != original[cell] for cell in variant.cells)
+
+
+def test_a_variant_whose_text_is_gone_says_which_cell():
+    lesson = COURSE.lesson("01_callable_handles")
+    broken = variants.Variant(lesson.id, "stale", (("make_callable_solution", (("no such text", ""),)),), keeps=(), loses=())
+    with pytest.raises(ValueError, match="variant stale: 'no such text' is not in cell make_callable_solution"):
+        broken.notebook(lesson)
+
+
+def test_speed_variants_outside_the_campaigns_say_so():
+    """Every variant either has flake campaigns (tests/test_flake_records.py) or is marked as graded by the pipeline tests only."""
+    outside = [v.name for v in variants.VARIANTS if not v.campaign]
+    assert outside == ["eager_step_and_slow_step_unchanged", "no_signature_and_reduce_retracing", "eager_sgd_step"]

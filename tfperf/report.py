@@ -1,13 +1,15 @@
-"""Measurement records: what a lesson measured, kept for the course report and the grading report.
+"""Measurement records: what a lesson measured, one typed and versioned `Record` per headline comparison.
 
-A notebook calls `record` on its headline comparisons. When the ``TFPERF_RECORD`` environment
-variable names a file (the course report and the autograder set it), each record is appended
-there as one JSON line; otherwise `record` only returns the comparison, so a learner's notebook
-is unaffected. Introduced in lesson 01.
+A notebook calls `record` on its headline comparisons (and `tfperf.assert_speedup` on its graded ones). When the
+``TFPERF_RECORD`` environment variable names a file (the course report and the grader's sandbox set it), each record
+is appended there as one JSON line (`Record.to_json`); otherwise `record` only returns the comparison, so a learner's
+notebook is unaffected. The course report, the grader and the flake campaigns read them back with `load_records`.
+Introduced in lesson 01.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -16,8 +18,62 @@ import time
 from . import timing
 
 RECORD_VARIABLE = "TFPERF_RECORD"
+FORMAT = 1  # bump when a field changes meaning; readers refuse formats they do not know
 
-__all__ = ["RECORD_VARIABLE", "load_records", "record"]
+__all__ = ["FORMAT", "RECORD_VARIABLE", "Record", "load_records", "record"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One measured comparison as it is kept: speedup with its interval, the verdict against a threshold, both sides."""
+
+    name: str
+    speedup: float
+    ci: tuple[float, float]
+    passed: bool | None = None
+    threshold: float | None = None
+    rounds: int = 0
+    elapsed: float = 0.0
+    claim: str | None = None
+    technique: str | None = None
+    baseline: dict = dataclasses.field(default_factory=dict)
+    candidate: dict = dataclasses.field(default_factory=dict)
+    environment: dict = dataclasses.field(default_factory=dict)
+    time: float = 0.0
+    format: int = FORMAT
+
+    @classmethod
+    def of(cls, name: str, comparison: timing.Comparison, *, claim: str | None = None, technique: str | None = None) -> "Record":
+        data = comparison.to_dict()
+        return cls(name, float(data["speedup"]), (float(data["ci"][0]), float(data["ci"][1])), data["passed"], data["threshold"],
+                   int(data["rounds"]), float(data["elapsed"]), claim, technique, data["baseline"], data["candidate"],
+                   data["environment"], time.time())
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"ci": list(self.ci)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        """A record from its JSON data; raises ValueError for another format or a missing field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a record is a JSON object, not {type(data).__name__}")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ValueError(f"record format {data.get('format')!r} is not {FORMAT}: written by another version of tfperf")
+        known = {field.name for field in dataclasses.fields(cls)}
+        try:
+            values = {key: value for key, value in data.items() if key in known}
+            values["ci"] = (float(data["ci"][0]), float(data["ci"][1]))
+            values["speedup"] = float(data["speedup"])
+            return cls(**values)
+        except (KeyError, TypeError, IndexError) as error:
+            raise ValueError(f"not a measurement record ({error})") from None
+
+    @classmethod
+    def from_json(cls, line: str) -> "Record":
+        return cls.from_dict(json.loads(line))
 
 
 def record(name: str, comparison: timing.Comparison, *, claim: str | None = None, technique: str | None = None) -> timing.Comparison:
@@ -33,22 +89,24 @@ def record(name: str, comparison: timing.Comparison, *, claim: str | None = None
         raise TypeError(f"record() takes a Comparison from tfperf.timing.compare; got {type(comparison).__name__}")
     path = os.environ.get(RECORD_VARIABLE)
     if path:
-        entry = {"name": name, "claim": claim, "technique": technique, "time": time.time(), **comparison.to_dict()}
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+            handle.write(Record.of(name, comparison, claim=claim, technique=technique).to_json() + "\n")
     return comparison
 
 
-def load_records(path: str | os.PathLike) -> list[dict]:
-    """Read the records a run appended to ``path`` (an empty list if there is no file)."""
-    file = pathlib.Path(path)
-    if not file.exists():
-        return []
+def parse_records(text: str, *, source: str = "records") -> list[Record]:
+    """Records from JSON lines; raises ValueError naming the first bad line."""
     records = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{file}: line {number} is not a JSON record ({error})") from None
+                records.append(Record.from_json(line))
+            except (ValueError, RecursionError) as error:
+                raise ValueError(f"{source}: line {number} is not a JSON record ({error})") from None
     return records
+
+
+def load_records(path: str | os.PathLike) -> list[Record]:
+    """Read the records a run appended to ``path`` (an empty list if there is no file)."""
+    file = pathlib.Path(path)
+    return parse_records(file.read_text(encoding="utf-8"), source=str(file)) if file.exists() else []

@@ -1,27 +1,49 @@
-"""``tfperf-lab``: release the lessons, check one notebook, grade a class, run the course report."""
+"""``tfperf-lab``: release the lessons, check one notebook, grade a class, run the course report.
+
+The only layer that turns exceptions into exit codes and messages: the library raises (an unknown lesson, no course
+folder, no sandbox), this module prints and returns 1 or 2. It imports nothing beyond the standard library until a
+command runs, so a learner's install without the instructor's packages gets a message, not a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import importlib.util
 import pathlib
 import sys
 import tempfile
 
-from . import course
+GRADER_PACKAGES = ("nbgrader", "nbclient", "nbconvert", "tqdm")
+MISSING = ("tfperf-lab is the instructor's and grader's tool; it needs {missing}, which this install lacks (a learner's "
+           "`pip install --no-deps` brings only the tfperf library). Install the tool with: pip install \"tfperf[grader]\" "
+           "(from a clone of the course: pip install -e \".[grader]\"). Learners on Colab or Kaggle do not need it: the "
+           "self-check summary at the end of each lesson reports the visible tests.")
+
+
+def _course(args):
+    from .course import Course
+
+    return Course.find(args.course)
+
+
+def _work(args, course):
+    from .course import WorkFolder
+
+    return WorkFolder(pathlib.Path(args.work)) if getattr(args, "work", None) else course.default_work
 
 
 def cmd_release(args) -> int:
     """Stamp the shared cells into ``solutions/``, then regenerate ``lessons/`` (or ``--into``) with nbgrader."""
-    from . import stamp
+    from . import settings, stamp
+    from .course import WorkFolder
 
-    chosen = [course.lesson(i) for i in args.lessons] if args.lessons else course.lessons()
-    target = pathlib.Path(args.into).resolve() if args.into else course.LESSONS
+    course = _course(args)
+    target = pathlib.Path(args.into).resolve() if args.into else course.releases
     with tempfile.TemporaryDirectory(prefix="tfperf-release-") as work:
-        for lesson in chosen:
-            if stamp.stamp(lesson):
-                print(f"stamped the shared cells (badges, setup, self-check) into {lesson.source.relative_to(course.ROOT)}")
-            done = course.nbgrader(["generate_assignment", lesson.id, "--force"], work=pathlib.Path(work), release=target)
+        for lesson in course.select(args.lessons):
+            if stamp.stamp(course, lesson):
+                print(f"stamped the shared cells (badges, setup, self-check) into {lesson.source.relative_to(course.root)}")
+            done = settings.nbgrader(course, WorkFolder(pathlib.Path(work)), ["generate_assignment", lesson.id, "--force"], release=target)
             if done.returncode != 0:
                 print(done.output[-3000:], file=sys.stderr)
                 print(f"release of {lesson.id} failed", file=sys.stderr)
@@ -32,59 +54,64 @@ def cmd_release(args) -> int:
 
 def cmd_check(args) -> int:
     """Grade your own copy of a lesson: points per exercise, measured speedups, feedback."""
-    from . import grading
+    from . import batch
 
     notebook = pathlib.Path(args.notebook)
     if not notebook.is_file():
         print(f"no such notebook: {notebook}", file=sys.stderr)
         return 2
-    result = grading.check(notebook.resolve(), lesson_id=args.lesson, feedback_to=pathlib.Path(args.feedback) if args.feedback else None,
-                           timeout=args.timeout)
+    result = batch.check(_course(args), notebook.resolve(), lesson_id=args.lesson,
+                         feedback_to=pathlib.Path(args.feedback) if args.feedback else None, timeout=args.timeout,
+                         backend="none" if args.no_sandbox else "auto")
     print("\n".join(result.lines()))
     return 1 if result.error else 0
 
 
 def cmd_grade(args) -> int:
     """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
-    from . import grading
+    from . import batch
 
-    work = pathlib.Path(args.work).resolve()
-    results = grading.grade(pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                            timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or grading.DEFAULT_WORKERS,
-                            force=args.force)
+    course = _course(args)
+    work = _work(args, course)
+    results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
+                          timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
+                          force=args.force, backend="none" if args.no_sandbox else "auto")
     for result in results:
         print("\n".join(result.lines()))
-    print(f"grades: {pathlib.Path(args.csv) if args.csv else work / 'grades.csv'}; feedback: {work / 'feedback'}")
+    if args.no_sandbox:
+        print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
+    print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}")
     return 0
 
 
 def cmd_run(args) -> int:
     """The main job: run every lesson's reference solution here and write the course report."""
-    from . import report
+    from . import readme, report
 
-    os.environ["TFPERF_PROFILE"] = args.profile
-    out = report.EXAMPLE if args.example else pathlib.Path(args.out)
-    path, clean = report.run(args.lessons or None, out=out)
+    course = _course(args)
+    out = readme.example_folder(course) if args.example else pathlib.Path(args.out)
+    path, clean = report.run(course, args.lessons or None, out=out, profile=args.profile)
     print(path.read_text(encoding="utf-8"))
     print(f"report: {path}  plot: {path.with_suffix('.png')}")
     if args.example:
-        report.update_readme(out)
+        readme.update(course, "report")
         print("README.md: example report block regenerated")
+    if not clean:
+        print("some lessons failed or recorded nothing: see the errors in the report", file=sys.stderr)
     return 0 if clean else 1
 
 
 def cmd_flake(args) -> int:
     """Grade reference solutions (and unoptimized answers) N times; print each speed check's pass rate."""
-    from . import flake
+    from . import flake, readme
 
+    course = _course(args)
     if args.readme:
-        flake.update_readme()
-        print(flake.readme_block())
-        print(f"README.md: flake block regenerated from {flake.RECORDS}")
+        print(readme.update(course, "flake"))
+        print(f"README.md: flake block regenerated from {readme.flake_folder(course)}")
         return 0
-    rows = flake.measure(args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants)
-    table = flake.render(rows, hogs=args.hog, workers=args.workers)
-    print(table)
+    rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants)
+    print(flake.render(rows, hogs=args.hog, workers=args.workers))
     if args.out:
         flake.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out))
     bad = flake.wrong(rows)
@@ -93,22 +120,31 @@ def cmd_flake(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    """nbgrader's Validator: every test passes on the source, every visible test fails on the student version."""
-    from nbgrader.validator import Validator
-    from traitlets.config import Config
+    """Run each lesson as written: every test passes on the source, every autograded test fails on the student version."""
+    import os
 
-    os.environ.update(course.tool_environment())
-    config = Config()
-    config.Execute.timeout = 300
+    from . import notebook, sandbox, score
+
+    course = _course(args)
+    data = os.environ.get("TFPERF_DATA")
     problems = []
-    for lesson in ([course.lesson(i) for i in args.lessons] if args.lessons else course.lessons()):
-        checks = [(lesson.release, True)] + ([] if args.release_only else [(lesson.source, False)])
-        for path, invert in checks:
-            results = Validator(config=config, invert=invert).validate(str(path))
-            wrong = results.get("passed" if invert else "failed", []) + results.get("changed", []) + results.get("type_changed", [])
-            verdict = f"{len(wrong)} problem cells" if wrong else "ok"
-            print(f"{path.relative_to(course.ROOT)} ({'every test must fail' if invert else 'every test must pass'}): {verdict}")
-            problems += [f"{path.name}: {cell['source'].splitlines()[0] if cell['source'] else cell}" for cell in wrong]
+    with tempfile.TemporaryDirectory(prefix="tfperf-validate-") as scratch:
+        for lesson in course.select(args.lessons):
+            tests = [cell["id"] for cell in lesson.grade_cells() if cell["kind"] == "auto"]
+            checks = [(lesson.release, True)] + ([] if args.release_only else [(lesson.source, False)])
+            for path, invert in checks:
+                # the course's own notebooks: trusted, so no isolation, but the same clean environment as grading
+                outcome = sandbox.run(notebook.read(path), limits=sandbox.Limits(wall_seconds=1800), chosen=sandbox.NoSandbox(),
+                                      scratch=pathlib.Path(scratch), data=pathlib.Path(data) if data else None)
+                if outcome.problem:
+                    wrong = [f"did not run: {outcome.problem}"]
+                else:
+                    outcomes = score.cell_outcomes(outcome.notebook)
+                    wrong = [f"{cell}: {outcomes.get(cell, ('missing', ''))[0]} {outcomes.get(cell, ('', ''))[1]}".strip()
+                             for cell in tests if (outcomes.get(cell, ("missing", ""))[0] == "passed") == invert]
+                verdict = f"{len(wrong)} problem cells" if wrong else "ok"
+                print(f"{path.relative_to(course.root)} ({'every test must fail' if invert else 'every test must pass'}): {verdict}")
+                problems += [f"{path.name}: {item}" for item in wrong]
     print("\n".join(problems))
     return 1 if problems else 0
 
@@ -117,36 +153,27 @@ def cmd_lint(args) -> int:
     """Check every source and student notebook against the course's notebook rules."""
     from . import lint
 
-    paths = [p for lesson in course.lessons() for p in (lesson.source, lesson.release) if p.exists()]
-    problems = [problem for path in paths for problem in lint.lint(path)]
+    course = _course(args)
+    paths = [p for lesson in course.lessons for p in (lesson.source, lesson.release) if p.exists()]
+    problems = [problem for path in paths for problem in lint.lint(course, path)]
     print("\n".join(problems) or f"{len(paths)} notebooks: no problems")
     return 1 if problems else 0
 
 
-def lesson_table() -> str:
-    """The README's lesson table, from the lessons' own metadata."""
-    rows = ["| lesson | technique | source article | what is measured | run time on a 2-core CPU, at most (full / graded) |",
-            "|---|---|---|---|---|"]
-    for lesson in course.lessons():
-        rows.append(f"| [{lesson.id}](lessons/{lesson.id}/{lesson.id}.ipynb): {lesson.title} | {lesson.technique} | "
-                    f"{lesson.article} | {lesson.measures} | {lesson.minutes_full:g} min / {lesson.minutes_grading:g} min |")
-    return "\n".join(rows)
-
-
 def cmd_lessons(args) -> int:
-    """Print the lesson table (the README's copy is checked against it)."""
-    print(lesson_table())
+    """Print the lesson table (the README's copy is checked against it); ``--readme`` writes it there."""
+    from . import readme
+
+    course = _course(args)
+    print(readme.update(course, "lessons") if args.readme else readme.lesson_table(course))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["exchange"]:  # its own argument parser lives in autograder/exchange.py
-        from . import exchange
-
-        return exchange.main(argv[1:], prog="tfperf-lab exchange")
-    parser = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__.splitlines()[0])
+    top.add_argument("--course", help="the course folder (default: the working directory or a parent holding autograder/ and "
+                                      "solutions/ or lessons/; or $TFPERF_COURSE)")
+    sub = top.add_subparsers(dest="command", required=True)
 
     release = sub.add_parser("release", help=cmd_release.__doc__)
     release.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
@@ -158,25 +185,27 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--lesson", help="lesson id, if the notebook's name and metadata do not say")
     check.add_argument("--feedback", help="where to write the HTML feedback (default: beside the notebook)")
     check.add_argument("--timeout", type=float, help="seconds the whole notebook may take (default: 3x its grading budget)")
+    check.add_argument("--no-sandbox", action="store_true", help="run the notebook without a sandbox (where bubblewrap cannot run)")
     check.set_defaults(func=cmd_check)
 
     grade = sub.add_parser("grade", help=cmd_grade.__doc__)
     grade.add_argument("folder", help="FOLDER/<student>/<lesson>.ipynb")
-    grade.add_argument("--work", default=str(course.WORK), help="work folder for gradebook, autograded copies, feedback")
+    grade.add_argument("--work", help="work folder for gradebook, autograded copies, feedback (default: the course's .work/)")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
     grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
-    grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300, from nbgrader_config.py)")
+    grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300)")
     grade.add_argument("--workers", type=int, default=None,
-                       help="notebooks graded at once (default: one per core, at most 2, the count measured free of false "
-                            "speed-check failures; see the README)")
+                       help="notebooks graded at once, each sandbox pinned to its own cores (default: one per core; see the README)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
     grade.set_defaults(func=cmd_grade)
 
     run = sub.add_parser("run", help=cmd_run.__doc__)
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     run.add_argument("--profile", choices=["reduced", "full"], default="reduced",
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
-    run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/)")
+    run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/ here)")
     run.add_argument("--example", action="store_true",
                      help="write to docs/example-report/ and regenerate the README's example block (commit both)")
     run.set_defaults(func=cmd_run)
@@ -200,13 +229,36 @@ def main(argv: list[str] | None = None) -> int:
     validate.set_defaults(func=cmd_validate)
 
     lessons = sub.add_parser("lessons", help=cmd_lessons.__doc__)
+    lessons.add_argument("--readme", action="store_true", help="also write the table into the README")
     lessons.set_defaults(func=cmd_lessons)
 
     lint = sub.add_parser("lint", help=cmd_lint.__doc__)
     lint.set_defaults(func=cmd_lint)
+    return top
 
-    args = parser.parse_args(argv)
-    return args.func(args)
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    missing = [name for name in GRADER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing and not {"-h", "--help"} & set(argv[:1]):
+        print(MISSING.format(missing=", ".join(missing)), file=sys.stderr)
+        return 2
+    from .course import CourseNotFound, UnknownLesson
+    from .sandbox import SandboxUnavailable
+
+    try:
+        if "exchange" in argv[:3]:  # its own argument parser lives in tfperf_lab/exchange.py
+            from . import exchange
+
+            position = argv.index("exchange")
+            course_args = argv[:position]
+            course = _course(argparse.Namespace(course=course_args[1] if course_args[:1] == ["--course"] else None))
+            return exchange.main(argv[position + 1:], prog="tfperf-lab exchange", course=course)
+        args = parser().parse_args(argv)
+        return args.func(args)
+    except (CourseNotFound, UnknownLesson, SandboxUnavailable, FileNotFoundError) as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,28 +1,33 @@
-"""The course on disk: where things are, which lessons exist, and how nbgrader is invoked.
+"""The course on disk: one `Course` (its folders and lessons, parsed once) and one `WorkFolder` (every path a grading run writes).
 
-Lessons are discovered from ``solutions/<lesson>/<lesson>.ipynb``; each source notebook carries
-its own description in ``metadata.tfperf`` (title, technique, article, what is measured, the
-article's claim, expected minutes), so the README table, the course report and the time-budget
-tests all read one place.
+A course folder holds ``autograder/nbgrader_config.py`` (the nbgrader course folder), ``solutions/<lesson>/<lesson>.ipynb``
+(sources with hidden tests) and ``lessons/`` (the student versions). `Course.find` locates it from a given folder, the
+``TFPERF_COURSE`` environment variable or the working directory and its parents, never from where this package is
+installed, so a non-editable install works from any course folder. Each source notebook describes itself in
+``metadata.tfperf`` (title, technique, article, what is measured, the article's claim, expected minutes): the README
+table, the course report and the time-budget tests all read that one place.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import os
 import pathlib
-import signal
-import subprocess
-import sys
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-AUTOGRADER = ROOT / "autograder"
-SOLUTIONS = ROOT / "solutions"
-LESSONS = ROOT / "lessons"
-WORK = ROOT / ".work"
+from . import notebook
+
 COURSE_ID = "tf-performance-lab"
+COURSE_VARIABLE = "TFPERF_COURSE"
+MARKER = pathlib.Path("autograder") / "nbgrader_config.py"
+
+
+class CourseNotFound(FileNotFoundError):
+    """No course folder where one was looked for."""
+
+
+class UnknownLesson(LookupError):
+    """A lesson id that names no lesson (or more than one)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,29 +42,39 @@ class Lesson:
     claim: str
     minutes_full: float
     minutes_grading: float
-
-    @property
-    def source(self) -> pathlib.Path:
-        return SOLUTIONS / self.id / f"{self.id}.ipynb"
-
-    @property
-    def release(self) -> pathlib.Path:
-        return LESSONS / self.id / f"{self.id}.ipynb"
+    source: pathlib.Path
+    release: pathlib.Path
 
     @property
     def run_time_text(self) -> str:
         """The run-time promise every lesson's first cell states, generated from ``metadata.tfperf.minutes``."""
         return run_time_text(self.minutes_full, self.minutes_grading)
 
+    def source_notebook(self) -> dict:
+        """A fresh copy of the source notebook (solutions and hidden tests): callers may change it."""
+        return notebook.copy(_parsed(self.source))
+
+    def release_notebook(self) -> dict:
+        """A fresh copy of the student version."""
+        return notebook.copy(_parsed(self.release))
+
     def grade_cells(self) -> list[dict]:
         """The graded cells of the source, in notebook order: ``{"id", "points", "kind"}``."""
-        cells = []
-        for cell in read_notebook(self.source)["cells"]:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("grade"):
-                kind = "manual" if cell["cell_type"] == "markdown" or meta.get("solution") else "auto"
-                cells.append({"id": meta["grade_id"], "points": float(meta.get("points", 0)), "kind": kind})
-        return cells
+        return notebook.grade_cells(_parsed(self.source))
+
+    def speed_checks(self) -> dict[str, list[str]]:
+        """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
+        return notebook.speed_checks(_parsed(self.source))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_at(path: pathlib.Path, mtime_ns: int) -> dict:
+    return notebook.read(path)
+
+
+def _parsed(path: pathlib.Path) -> dict:
+    """A notebook parsed once per version on disk (read-only: copy it before changing it)."""
+    return _parsed_at(path, path.stat().st_mtime_ns)
 
 
 def run_time_text(minutes_full: float, minutes_grading: float) -> str:
@@ -70,103 +85,157 @@ def run_time_text(minutes_full: float, minutes_grading: float) -> str:
     return f"expected run time: under {minutes(minutes_full)} on a 2-core CPU (under {minutes(minutes_grading)} when graded)"
 
 
-def is_read_only(cell: dict) -> bool:
-    """A locked code cell that is neither a test nor an answer: support code, such as the baselines speed checks time."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("locked")) and not meta.get("grade") and not meta.get("solution")
+@dataclasses.dataclass(frozen=True)
+class Course:
+    """A course folder and its lessons (discovered from ``solutions/<lesson>/<lesson>.ipynb``, in course order)."""
+
+    root: pathlib.Path
+    id: str = COURSE_ID
+
+    @classmethod
+    def find(cls, start: str | os.PathLike | None = None) -> "Course":
+        """The course in ``start`` (or ``$TFPERF_COURSE``, or the working directory) or in one of its parents.
+
+        Raises:
+            CourseNotFound: naming where it looked and how to point at a course.
+        """
+        origin = pathlib.Path(start or os.environ.get(COURSE_VARIABLE) or os.getcwd()).resolve()
+        for folder in (origin, *origin.parents):
+            if (folder / MARKER).is_file() and ((folder / "solutions").is_dir() or (folder / "lessons").is_dir()):
+                return cls(folder)
+        raise CourseNotFound(f"no TF Performance Lab course in {origin} or its parents (a course folder holds {MARKER} and "
+                             f"solutions/ or lessons/): run the command from the course folder, pass --course PATH or set {COURSE_VARIABLE}")
+
+    @property
+    def autograder(self) -> pathlib.Path:
+        """The nbgrader course folder (its configuration; where the formgrader starts)."""
+        return self.root / "autograder"
+
+    @property
+    def config_file(self) -> pathlib.Path:
+        return self.root / MARKER
+
+    @property
+    def solutions(self) -> pathlib.Path:
+        return self.root / "solutions"
+
+    @property
+    def has_hidden_tests(self) -> bool:
+        """Whether this folder has the sources (an instructor's) or only the student versions (a learner's clone)."""
+        return self.solutions.is_dir()
+
+    @property
+    def sources(self) -> pathlib.Path:
+        """Where nbgrader takes each lesson's tests from: ``solutions/``, else the student versions (visible tests only)."""
+        return self.solutions if self.has_hidden_tests else self.releases
+
+    @property
+    def releases(self) -> pathlib.Path:
+        return self.root / "lessons"
+
+    @property
+    def readme(self) -> pathlib.Path:
+        return self.root / "README.md"
+
+    @property
+    def pyproject(self) -> pathlib.Path:
+        return self.root / "pyproject.toml"
+
+    @property
+    def docs(self) -> pathlib.Path:
+        return self.root / "docs"
+
+    @property
+    def default_work(self) -> "WorkFolder":
+        """The instructor's work folder (ignored by git)."""
+        return WorkFolder(self.root / ".work")
+
+    @functools.cached_property
+    def lessons(self) -> tuple[Lesson, ...]:
+        """Every lesson with a source notebook, in course order."""
+        found = []
+        for folder in sorted(p for p in self.sources.iterdir() if p.is_dir()):
+            source = folder / f"{folder.name}.ipynb"
+            if not source.exists():
+                continue
+            meta = _parsed(source).get("metadata", {}).get("tfperf", {})
+            minutes = meta.get("minutes", {})
+            found.append(Lesson(folder.name, meta.get("title", folder.name), meta.get("technique", ""), meta.get("article", ""),
+                                meta.get("measures", ""), meta.get("claim", ""), float(minutes.get("full", 0)),
+                                float(minutes.get("grading", 0)), source, self.releases / folder.name / f"{folder.name}.ipynb"))
+        return tuple(found)
+
+    def lesson(self, lesson_id: str) -> Lesson:
+        """The lesson named ``lesson_id`` (its folder name, or a unique prefix such as ``01``).
+
+        Raises:
+            UnknownLesson: listing the lessons there are.
+        """
+        matches = [item for item in self.lessons if item.id == lesson_id or item.id.startswith(lesson_id)]
+        if len(matches) != 1:
+            raise UnknownLesson(f"unknown lesson {lesson_id!r}; lessons: {', '.join(item.id for item in self.lessons)}")
+        return matches[0]
+
+    def select(self, lesson_ids: list[str] | None) -> list[Lesson]:
+        """The lessons named (every lesson when none is)."""
+        return [self.lesson(item) for item in lesson_ids] if lesson_ids else list(self.lessons)
 
 
-def read_notebook(path: pathlib.Path) -> dict:
-    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+@dataclasses.dataclass(frozen=True)
+class WorkFolder:
+    """Everything a grading run writes, and the one place its paths are built.
 
+    ``submitted/<student>/<lesson>/`` (staged copies), ``autograded/`` and ``feedback/`` (nbgrader's), ``gradebook.db``,
+    ``state/`` (what was graded from which file, for resuming), ``logs/``, ``release/`` (the student versions nbgrader
+    generated for this gradebook), ``sandbox/`` (each submission's disposable folders) and ``grades.csv``.
+    """
 
-def lessons() -> list[Lesson]:
-    """Every lesson with a source notebook, in course order."""
-    found = []
-    for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir()):
-        notebook = folder / f"{folder.name}.ipynb"
-        if not notebook.exists():
-            continue
-        meta = read_notebook(notebook).get("metadata", {}).get("tfperf", {})
-        minutes = meta.get("minutes", {})
-        found.append(Lesson(folder.name, meta.get("title", folder.name), meta.get("technique", ""), meta.get("article", ""),
-                            meta.get("measures", ""), meta.get("claim", ""), float(minutes.get("full", 0)),
-                            float(minutes.get("grading", 0))))
-    return found
+    root: pathlib.Path
 
+    def __post_init__(self):
+        object.__setattr__(self, "root", pathlib.Path(self.root).resolve())
 
-def lesson(lesson_id: str) -> Lesson:
-    """The lesson named ``lesson_id`` (its folder name, or a unique prefix such as ``01``)."""
-    matches = [item for item in lessons() if item.id == lesson_id or item.id.startswith(lesson_id)]
-    if len(matches) != 1:
-        known = ", ".join(item.id for item in lessons())
-        raise SystemExit(f"unknown lesson {lesson_id!r}; lessons: {known}")
-    return matches[0]
+    @property
+    def gradebook_url(self) -> str:
+        return f"sqlite:///{self.root / 'gradebook.db'}"
 
+    @property
+    def release(self) -> pathlib.Path:
+        return self.root / "release"
 
-def update_readme_block(start: str, end: str, block: str, readme: pathlib.Path | None = None) -> None:
-    """Replace what lies between the markers START and END in the README (generated blocks: example report, flake table)."""
-    readme = readme or ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    if start not in text or end not in text:
-        raise ValueError(f"{readme} lacks the markers {start!r} ... {end!r}")
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{block}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+    @property
+    def grades_csv(self) -> pathlib.Path:
+        return self.root / "grades.csv"
 
+    @property
+    def sandboxes(self) -> pathlib.Path:
+        return self.root / "sandbox"
 
-def readme_block(start: str, end: str, readme: pathlib.Path | None = None) -> str:
-    """What the README holds between two markers (the tests compare it with what generates it)."""
-    text = (readme or ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split(start, 1)[1].split(end, 1)[0].strip("\n")
+    def submitted(self, student: str, lesson_id: str) -> pathlib.Path:
+        """The staged notebook nbgrader autogrades."""
+        return self.root / "submitted" / student / lesson_id / f"{lesson_id}.ipynb"
 
+    def autograded(self, student: str, lesson_id: str) -> pathlib.Path:
+        return self.root / "autograded" / student / lesson_id / f"{lesson_id}.ipynb"
 
-def tool_environment(**extra: str) -> dict:
-    """Environment for nbgrader and the kernels it starts: this venv first on PATH, TF logs quiet."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
-    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # no debugger warning on stderr at kernel start
-    env.update(extra)
-    return env
+    def feedback(self, student: str, lesson_id: str) -> pathlib.Path:
+        return self.root / "feedback" / student / lesson_id / f"{lesson_id}.html"
 
+    def state(self, student: str, lesson_id: str) -> pathlib.Path:
+        return self.root / "state" / student / f"{lesson_id}.json"
 
-@dataclasses.dataclass
-class Completed:
-    """What a tool run returned; ``timed_out`` when it was killed at its time limit."""
+    def states(self, student: str) -> list[pathlib.Path]:
+        return sorted((self.root / "state" / student).glob("*.json"))
 
-    returncode: int
-    output: str
-    seconds: float
-    timed_out: bool = False
+    def log(self, student: str, lesson_id: str) -> pathlib.Path:
+        return self.root / "logs" / f"{student}-{lesson_id}.log"
 
+    def course_directory(self, course: Course) -> dict[str, str]:
+        """nbgrader's ``CourseDirectory`` settings that put this work folder under ``course``."""
+        return {"root": str(course.root), "course_id": course.id, "submitted_directory": str(self.root / "submitted"),
+                "autograded_directory": str(self.root / "autograded"), "feedback_directory": str(self.root / "feedback"),
+                "db_url": self.gradebook_url}
 
-def run_tool(command: list[str], *, cwd: pathlib.Path, env: dict, timeout: float | None = None) -> Completed:
-    """Run a command in its own process group; on timeout kill the group (kernels included)."""
-    began = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        return Completed(process.returncode, output, time.monotonic() - began)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return Completed(-9, output, time.monotonic() - began, timed_out=True)
-
-
-def nbgrader(args: list[str], *, work: pathlib.Path, release: pathlib.Path | None = None, timeout: float | None = None,
-             env: dict | None = None) -> Completed:
-    """Run an nbgrader subcommand on this course with ``work`` holding submissions and gradebook."""
-    work.mkdir(parents=True, exist_ok=True)
-    command = [
-        str(pathlib.Path(sys.executable).parent / "nbgrader"), *args,
-        f"--CourseDirectory.root={ROOT}",
-        f"--CourseDirectory.submitted_directory={work / 'submitted'}",
-        f"--CourseDirectory.autograded_directory={work / 'autograded'}",
-        f"--CourseDirectory.feedback_directory={work / 'feedback'}",
-        f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
-    ]
-    if release is not None:
-        command.append(f"--CourseDirectory.release_directory={release}")
-    return run_tool(command, cwd=AUTOGRADER, env=env or tool_environment(), timeout=timeout)
+    def nbgrader_arguments(self, course: Course) -> list[str]:
+        """The same settings as nbgrader command-line options."""
+        return [f"--CourseDirectory.{key}={value}" for key, value in self.course_directory(course).items()]

@@ -17,12 +17,12 @@ fetch_feedback    student     their own ``<hash>.html`` -> ``~/<lesson>/feedback
 ================  ==========  ==============================================================
 
 :class:`Instructor` runs the instructor's steps with the course's ``autograder/nbgrader_config.py``
-through :func:`course.nbgrader`, with everything it writes (gradebook, release copy, submitted,
+through :func:`settings.nbgrader`, with everything it writes (gradebook, release copy, submitted,
 autograded, feedback) in a work folder it is given (the ignored ``.work/`` by default on the command line),
 never among the course's files. Collected notebooks go
-through the same path as ``tfperf-lab grade``: :func:`grading.submit` (metadata repair from the
-release, tampering notes), :func:`grading.autograde` (whole-notebook time limit, per-cell results,
-speed points only for genuine measurements) and the feedback preprocessors of ``feedback.py``
+through the same path as ``tfperf-lab grade``: :func:`stage.stage` (untrusted-input checks, metadata
+repair from the release, tampering notes), :func:`batch.grade_staged` (the kernel in its sandbox, a whole-notebook
+time limit, per-cell results, speed points only for genuine measurements) and the feedback preprocessors of ``feedback.py``
 (no hidden tests, one-line errors), which ``generate_feedback`` applies before ``release_feedback``
 copies the HTML into the exchange.
 
@@ -46,25 +46,27 @@ import sys
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import notebook_hash
 
-from . import course, grading
+from . import batch, settings, stage, untrusted
+from .course import COURSE_ID, Course, WorkFolder
+from .results import SubmissionResult
 
 STEP_TIMEOUT = 180.0  # seconds for one file-moving step (mostly nbgrader's ~2 s of imports, more on a busy machine)
 NBGRADER_MESSAGE = re.compile(r"\[\w+ \| (CRITICAL|ERROR)\] (.*)")
-# A submission staged by grading.submit carries this file; a folder nbgrader collect just (re)wrote does not.
-STAGED_MARKER = ".tampering.json"
+# A submission this exchange staged carries this file; a folder nbgrader collect just (re)wrote does not.
+STAGED_MARKER = ".staged"
 
 
 class ExchangeStepError(RuntimeError):
     """An exchange step failed: which step, for whom, and nbgrader's own message."""
 
-    def __init__(self, step: str, who: str, done: course.Completed | None = None, message: str = ""):
+    def __init__(self, step: str, who: str, done: settings.Completed | None = None, message: str = ""):
         self.step, self.who, self.done = step, who, done
         if done is not None and not message:
             message = _nbgrader_message(done)
         super().__init__(f"nbgrader {step} failed for {who}: {message}")
 
 
-def _nbgrader_message(done: course.Completed) -> str:
+def _nbgrader_message(done: settings.Completed) -> str:
     if done.timed_out:
         return f"stopped after {done.seconds:.0f} s (time limit)"
     found = [(level, text.strip()) for level, text in NBGRADER_MESSAGE.findall(done.output)]
@@ -100,20 +102,26 @@ class Instructor:
     student it names; simulated students share one account, so tests turn it off.
     """
 
+    course: Course
     root: pathlib.Path
-    work: pathlib.Path
-    course_id: str = course.COURSE_ID
+    work: WorkFolder
+    course_id: str = COURSE_ID
     check_owner: bool = True
 
     @property
     def release_directory(self) -> pathlib.Path:
-        return self.work / "release"
+        return self.work.release
+
+    @property
+    def _course(self) -> Course:
+        """The course under this exchange's course id (the gradebook keeps one course)."""
+        return dataclasses.replace(self.course, id=self.course_id)
 
     def run(self, step: str, lesson_id: str, *extra: str, timeout: float | None = STEP_TIMEOUT,
-            env: dict | None = None) -> course.Completed:
+            env: dict | None = None) -> settings.Completed:
         """Run ``nbgrader <step> <lesson>`` on this course and exchange; raise :class:`ExchangeStepError` on failure."""
         args = [step, lesson_id, *extra, f"--Exchange.root={self.root}", f"--CourseDirectory.course_id={self.course_id}"]
-        done = course.nbgrader(args, work=self.work, release=self.release_directory, timeout=timeout, env=env)
+        done = settings.nbgrader(self._course, self.work, args, release=self.release_directory, timeout=timeout, env=env)
         if done.returncode != 0 or done.timed_out:
             raise ExchangeStepError(step, f"the instructor (lesson {lesson_id})", done)
         return done
@@ -121,7 +129,7 @@ class Instructor:
     def release(self, lesson_ids: list[str], *, force: bool = True) -> list[pathlib.Path]:
         """Register lessons in the gradebook, generate their student versions and put them in ``outbound``."""
         released = []
-        for lesson_id in (course.lesson(item).id for item in lesson_ids):
+        for lesson_id in (self.course.lesson(item).id for item in lesson_ids):
             self.register(lesson_id)
             self.run("release_assignment", lesson_id, *(["--force"] if force else []))
             released.append(self.root / self.course_id / "outbound" / lesson_id)
@@ -130,88 +138,93 @@ class Instructor:
     def register(self, lesson_id: str) -> None:
         """``generate_assignment`` into ``work/release``: the gradebook gets the lesson and its hidden tests.
 
-        What :func:`grading.prepare` does, under this exchange's course id (the gradebook keeps one course).
+        What :func:`batch.prepare` does, under this exchange's course id (the gradebook keeps one course).
         """
         self.run("generate_assignment", lesson_id, "--force")
 
     def _registered(self, lesson_id: str) -> bool:
-        if not (self.work / "gradebook.db").exists():
+        if not (self.work.root / "gradebook.db").exists():
             return False
-        with Gradebook(f"sqlite:///{self.work / 'gradebook.db'}", course_id=self.course_id) as gradebook:
+        with Gradebook(self.work.gradebook_url, course_id=self.course_id) as gradebook:
             try:
                 gradebook.find_assignment(lesson_id)
                 return True
             except MissingEntry:
                 return False
 
-    def collect(self, lesson_id: str) -> dict[str, list[str] | grading.SubmissionError]:
+    def collect(self, lesson_id: str) -> dict[str, list[str] | untrusted.UntrustedInput]:
         """Collect the newest submission of every student and stage the new ones for grading.
 
         nbgrader copies each student's newest ``inbound`` folder to ``work/submitted/<student>/<lesson>``
         (``--update``: a newer resubmission replaces the one collected before). Each folder it (re)wrote is
-        kept as it arrived in ``work/collected/<student>/<lesson>`` and staged by :func:`grading.submit`.
-        Returns the students collected by this call -> notes, or the :class:`grading.SubmissionError`
+        kept as it arrived in ``work/collected/<student>/<lesson>`` and staged by :func:`stage.stage`.
+        Returns the students collected by this call -> notes, or the :class:`untrusted.UntrustedInput`
         that makes their submission ungradable.
         """
-        lesson_id = course.lesson(lesson_id).id
+        lesson_id = self.course.lesson(lesson_id).id
         extra = ["--update"] + ([] if self.check_owner else ["--ExchangeCollect.check_owner=False"])
         self.run("collect", lesson_id, *extra)
-        collected: dict[str, list[str] | grading.SubmissionError] = {}
-        for folder in sorted((self.work / "submitted").glob(f"*/{lesson_id}")):
+        collected: dict[str, list[str] | untrusted.UntrustedInput] = {}
+        for folder in sorted((self.work.root / "submitted").glob(f"*/{lesson_id}")):
             if (folder / STAGED_MARKER).exists():
                 continue  # collected and staged before; nothing newer in the exchange
             student = folder.parent.name
-            raw = self.work / "collected" / student / lesson_id
+            raw = self.work.root / "collected" / student / lesson_id
             if raw.exists():
                 shutil.rmtree(raw)
-            shutil.copytree(folder, raw)
-            collected[student] = self._stage(raw, student, lesson_id)
+            shutil.copytree(folder, raw, symlinks=True)
+            staged = self._stage(raw, student, lesson_id)
+            collected[student] = staged if isinstance(staged, Exception) else staged.notes
         return collected
 
     def staged(self, lesson_id: str, *, pending_only: bool = False) -> list[str]:
         """Students whose submission is staged for grading; ``pending_only``: not yet graded since it arrived."""
         students = []
-        for folder in sorted((self.work / "submitted").glob(f"*/{lesson_id}")):
+        for folder in sorted((self.work.root / "submitted").glob(f"*/{lesson_id}")):
             notebook = folder / f"{lesson_id}.ipynb"
             if not (folder / STAGED_MARKER).exists() or not notebook.exists():
                 continue
-            graded = self.work / "autograded" / folder.parent.name / lesson_id / notebook.name
+            graded = self.work.autograded(folder.parent.name, lesson_id)
             if pending_only and graded.exists() and graded.stat().st_mtime >= notebook.stat().st_mtime:
                 continue
             students.append(folder.parent.name)
         return students
 
-    def _stage(self, raw: pathlib.Path, student: str, lesson_id: str) -> list[str] | grading.SubmissionError:
+    def _stage(self, raw: pathlib.Path, student: str, lesson_id: str, *, write: bool = True) -> stage.Staged | untrusted.UntrustedInput:
         notebook = raw / f"{lesson_id}.ipynb"
-        if not notebook.exists():
+        if not notebook.exists() and not notebook.is_symlink():
             found = sorted(p.name for p in raw.glob("*.ipynb"))
-            return grading.SubmissionError(f"the submission has no {notebook.name} (it has: {', '.join(found) or 'no notebooks'})")
+            return stage.SubmissionError(f"the submission has no {notebook.name} (it has: {', '.join(found) or 'no notebooks'})")
         try:
-            _, notes = grading.submit(notebook, self.work, student, lesson_id)
-        except grading.SubmissionError as error:
+            staged = stage.stage(self._course, notebook, student, lesson_id, within=raw)
+        except untrusted.UntrustedInput as error:
             return error
-        return notes
+        if write:
+            staged.write(self.work)
+            (self.work.submitted(student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")
+        return staged
 
-    def autograde(self, lesson_id: str, collected: dict[str, list[str] | grading.SubmissionError] | None = None, *,
-                  everyone: bool = False, timeout: float | None = None) -> list[grading.SubmissionResult]:
-        """Autograde staged submissions one notebook at a time with :func:`grading.autograde`.
+    def autograde(self, lesson_id: str, collected: dict[str, list[str] | untrusted.UntrustedInput] | None = None, *,
+                  everyone: bool = False, timeout: float | None = None) -> list[SubmissionResult]:
+        """Autograde staged submissions one notebook at a time with :func:`batch.grade_staged` (each in its sandbox).
 
         Grades every staged submission not graded since it arrived (``everyone``: all of them again),
         with the notes of ``collected`` (:meth:`collect`'s answer); its ungradable ones are reported as
         results with an ``error``. Each notebook runs in its own nbgrader process: its own time limit and
         its own record of the speedups it measured, so speed points go to the submission that measured them.
         """
-        lesson_id = course.lesson(lesson_id).id
+        lesson_id = self.course.lesson(lesson_id).id
         collected = collected or {}
         if not self._registered(lesson_id):
             self.register(lesson_id)
-        results = [grading.SubmissionResult(student, lesson_id, error=str(notes))
+        results = [SubmissionResult(student, lesson_id, error=str(notes))
                    for student, notes in collected.items() if isinstance(notes, Exception)]
         for student in self.staged(lesson_id, pending_only=not everyone):
-            result = grading.autograde(self.work, lesson_id, student, timeout=timeout)
-            notes = collected.get(student, [])
-            result.notes[:0] = notes if isinstance(notes, list) else []
-            results.append(result)
+            staged = self._stage(self.work.root / "collected" / student / lesson_id, student, lesson_id)
+            if isinstance(staged, Exception):
+                results.append(SubmissionResult(student, lesson_id, error=str(staged)))
+                continue
+            results.append(batch.grade_staged(self._course, self.work, staged, timeout=timeout, with_feedback=False))
         return sorted(results, key=lambda result: result.student)
 
     def return_feedback(self, lesson_id: str, students: list[str] | None = None) -> dict[str, pathlib.Path]:
@@ -223,16 +236,16 @@ class Instructor:
         which only that student's submit cache knows. ``students`` (default: every autograded student who
         submitted through the exchange) must all get feedback, or :class:`ExchangeStepError` says who did not.
         """
-        lesson_id = course.lesson(lesson_id).id
-        autograded = sorted(p.parent.name for p in (self.work / "autograded").glob(f"*/{lesson_id}"))
-        through_exchange = [name for name in autograded if (self.work / "autograded" / name / lesson_id / "submission_secret.txt").exists()]
+        lesson_id = self.course.lesson(lesson_id).id
+        autograded = sorted(p.parent.name for p in (self.work.root / "autograded").glob(f"*/{lesson_id}"))
+        through_exchange = [name for name in autograded if (self.work.autograded(name, lesson_id).parent / "submission_secret.txt").exists()]
         others = sorted(set(autograded) - set(through_exchange))
         exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
         self.run("generate_feedback", lesson_id, "--force", *exclude)
         self.run("release_feedback", lesson_id, *exclude)
         released = {}
         for student in through_exchange if students is None else students:
-            folder = self.work / "feedback" / student / lesson_id
+            folder = self.work.feedback(student, lesson_id).parent
             html, secret = folder / f"{lesson_id}.html", folder / "submission_secret.txt"
             if not html.exists():
                 raise ExchangeStepError("generate_feedback", f"student {student}", message=f"no feedback at {html} (not autograded?)")
@@ -257,7 +270,7 @@ class Student:
     name: str
     home: pathlib.Path
     root: pathlib.Path
-    course_id: str = course.COURSE_ID
+    course_id: str = COURSE_ID
 
     def setup(self) -> Student:
         config = self.home / ".jupyter" / "nbgrader_config.py"
@@ -269,7 +282,7 @@ class Student:
     def environment(self) -> dict:
         """This student's process environment: home, user name and Jupyter folders of their own."""
         home = str(self.home)
-        env = course.tool_environment(HOME=home, USER=self.name, LOGNAME=self.name, JUPYTERHUB_USER=self.name,
+        env = settings.tool_environment(HOME=home, USER=self.name, LOGNAME=self.name, JUPYTERHUB_USER=self.name,
                                       JUPYTER_CONFIG_DIR=str(self.home / ".jupyter"),
                                       JUPYTER_DATA_DIR=str(self.home / ".local" / "share" / "jupyter"),
                                       JUPYTER_RUNTIME_DIR=str(self.home / ".local" / "share" / "jupyter" / "runtime"))
@@ -277,12 +290,12 @@ class Student:
         env.pop("JUPYTER_CONFIG_PATH", None)
         return env
 
-    def run(self, step: str, lesson_id: str, *extra: str, timeout: float = STEP_TIMEOUT) -> course.Completed:
+    def run(self, step: str, lesson_id: str, *extra: str, timeout: float = STEP_TIMEOUT) -> settings.Completed:
         """Run ``nbgrader <step> <lesson>`` as this student, in their home; raise on failure."""
         if not (self.home / ".jupyter" / "nbgrader_config.py").exists():
             self.setup()
         ident = [f"--student={self.name}"] if step in ("submit", "fetch_feedback") else []
-        done = course.run_tool([_nbgrader_command(), step, lesson_id, *ident, *extra], cwd=self.home, env=self.environment(),
+        done = settings.run_tool([_nbgrader_command(), step, lesson_id, *ident, *extra], cwd=self.home, env=self.environment(),
                                timeout=timeout)
         if done.returncode != 0 or done.timed_out:
             raise ExchangeStepError(step, f"student {self.name} (lesson {lesson_id})", done)
@@ -296,7 +309,7 @@ class Student:
     def notebook(self, lesson_id: str) -> pathlib.Path:
         return self.home / lesson_id / f"{lesson_id}.ipynb"
 
-    def submit(self, lesson_id: str) -> course.Completed:
+    def submit(self, lesson_id: str) -> settings.Completed:
         """``nbgrader submit``: ``~/<lesson>/`` into the exchange's inbound (and the student's own cache)."""
         return self.run("submit", lesson_id)
 
@@ -309,7 +322,7 @@ class Student:
 DEFAULT_ROOT = "/usr/local/share/nbgrader/exchange"  # nbgrader's own default Exchange.root
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m autograder.exchange") -> int:
+def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", course: Course | None = None) -> int:
     """The instructor's exchange steps on the command line (a ``tfperf-lab exchange`` subcommand can delegate here)."""
     import argparse
 
@@ -320,14 +333,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m autograder.exchan
                              "autograde what is new; return: generate feedback and release it to the students")
     parser.add_argument("lessons", nargs="+", help="lesson ids or unique prefixes, e.g. 01")
     parser.add_argument("--root", default=DEFAULT_ROOT, help=f"the exchange folder (default {DEFAULT_ROOT})")
-    parser.add_argument("--course", default=course.COURSE_ID, help=f"course id on the hub (default {course.COURSE_ID})")
-    parser.add_argument("--work", default=str(course.WORK), help="instructor work folder: gradebook, submissions, "
-                        "feedback (default .work/, where the formgrader looks)")
+    parser.add_argument("--course-id", default=COURSE_ID, help=f"course id on the hub (default {COURSE_ID})")
+    parser.add_argument("--work", help="instructor work folder: gradebook, submissions, feedback (default: the course's .work/, "
+                        "where the formgrader looks)")
     parser.add_argument("--all", action="store_true", help="grade: grade every collected submission again")
     parser.add_argument("--timeout", type=float, help="grade: seconds one notebook may take (default: 3x its grading budget)")
     args = parser.parse_args(argv)
 
-    instructor = Instructor(pathlib.Path(args.root).resolve(), pathlib.Path(args.work).resolve(), course_id=args.course)
+    course = course or Course.find()
+    work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
+    instructor = Instructor(course, pathlib.Path(args.root).resolve(), work, course_id=args.course_id)
     try:
         lesson_ids = [course.lesson(item).id for item in args.lessons]
         if args.step == "release":
@@ -347,7 +362,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m autograder.exchan
                 results = instructor.autograde(lesson_id, collected, everyone=args.all, timeout=args.timeout)
                 for result in results:
                     print("\n".join(result.lines()))
-                table = grading.write_csv(results, instructor.work / f"grades-{lesson_id}.csv")
+                table = batch.write_csv(results, instructor.work.root / f"grades-{lesson_id}.csv")
                 print(f"{lesson_id}: {len(results)} graded; grades: {table}; next: `{prog} return {lesson_id}`")
     except ExchangeStepError as error:
         print(error, file=sys.stderr)

@@ -9,7 +9,8 @@ import ast
 import pathlib
 import re
 
-from . import course
+from . import notebook
+from .course import Course, run_time_text
 
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 REQUIRED_META = ("lesson", "title", "technique", "article", "measures", "claim", "minutes")
@@ -17,10 +18,6 @@ REQUIRED_META = ("lesson", "title", "technique", "article", "measures", "claim",
 
 def _nbgrader(cell: dict) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _visible_source(source: str) -> str:
-    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
 
 
 def no_outputs(nb: dict) -> list[str]:
@@ -76,7 +73,7 @@ def test_cells(nb: dict) -> list[str]:
         if cell["cell_type"] != "code" or not meta.get("grade") or meta.get("solution"):
             continue
         where = f"test cell {i} ({meta.get('grade_id')})"
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = notebook.source(cell)
         try:
             body = ast.parse(source).body
         except SyntaxError as error:
@@ -85,7 +82,7 @@ def test_cells(nb: dict) -> list[str]:
         if not body or not (isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
                             and str(body[0].value.value).startswith("Check that")):
             problems.append(f"{where}: should open with a \"Check that ...\" docstring")
-        visible = _visible_source(source)
+        visible = notebook.visible(source)
         for version, tree in (("", body), (" (student version)", _parse(visible))):
             if tree and _value_expression(tree[-1]):
                 problems.append(f"{where}{version}: ends in an expression, whose value nbgrader would take as the score")
@@ -97,12 +94,12 @@ def test_cells(nb: dict) -> list[str]:
 def structure(nb: dict) -> list[str]:
     """One H1, an Overview before any code, a Setup section, and the tfperf metadata."""
     problems = []
-    markdown = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"] if c["cell_type"] == "markdown"]
+    markdown = [notebook.source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
     h1 = [line for text in markdown for line in text.splitlines() if line.startswith("# ")]
     if len(h1) != 1:
         problems.append(f"needs exactly one H1 title; found {len(h1)}")
     first_code = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"), len(nb["cells"]))
-    before = " ".join("".join(c["source"]) for c in nb["cells"][:first_code] if c["cell_type"] == "markdown")
+    before = " ".join(notebook.source(c) for c in nb["cells"][:first_code] if c["cell_type"] == "markdown")
     if "## Overview" not in before:
         problems.append("needs an '## Overview' section before the first code cell")
     if not any(text.lstrip().startswith("## Setup") for text in markdown):
@@ -112,7 +109,7 @@ def structure(nb: dict) -> list[str]:
     if missing:
         problems.append(f"metadata.tfperf lacks {missing}")
     elif markdown and "full" in meta["minutes"] and "grading" in meta["minutes"]:
-        promise = course.run_time_text(meta["minutes"]["full"], meta["minutes"]["grading"])
+        promise = run_time_text(meta["minutes"]["full"], meta["minutes"]["grading"])
         if promise not in " ".join(markdown[0].split()):
             problems.append(f"the first cell must state the run time of metadata.tfperf.minutes: '{promise}'")
     return problems
@@ -123,14 +120,14 @@ def baselines_read_only(nb: dict) -> list[str]:
     defined = {}
     for cell in nb["cells"]:
         meta = _nbgrader(cell)
-        if cell["cell_type"] != "code" or meta.get("grade") or meta.get("solution") or course.is_read_only(cell):
+        if cell["cell_type"] != "code" or meta.get("grade") or meta.get("solution") or notebook.is_read_only(cell):
             continue
-        for node in _parse("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]):
+        for node in _parse(notebook.source(cell)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defined[node.name] = cell.get("id")
     problems = []
     for cell in nb["cells"]:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = notebook.source(cell)
         if cell["cell_type"] != "code" or not _nbgrader(cell).get("grade") or "assert_speedup(" not in source:
             continue
         tree = ast.Module(body=_parse(source), type_ignores=[])
@@ -141,17 +138,20 @@ def baselines_read_only(nb: dict) -> list[str]:
     return problems
 
 
-def shared_cells(nb: dict) -> list[str]:
-    """The Colab/Kaggle badges, the setup cell and the self-check summary match `autograder.stamp`."""
+def shared_cells(nb: dict, where: tuple[str, str]) -> list[str]:
+    """The Colab/Kaggle badges, the setup cell and the self-check summary match `tfperf_lab.stamp` for ``where`` (repository, branch)."""
     from . import stamp
 
-    return stamp.problems(nb)
+    return stamp.problems(nb, where)
 
 
-RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only, shared_cells)
+RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only)
 
 
-def lint(path: pathlib.Path) -> list[str]:
+def lint(course: Course, path: pathlib.Path) -> list[str]:
     """Every problem of one notebook, each prefixed with its path."""
-    nb = course.read_notebook(path)
-    return [f"{path}: {problem}" for rule in RULES for problem in rule(nb)]
+    from . import stamp
+
+    nb = notebook.read(path)
+    found = [problem for rule in RULES for problem in rule(nb)] + shared_cells(nb, stamp.location(course))
+    return [f"{path}: {problem}" for problem in found]

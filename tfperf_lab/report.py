@@ -21,19 +21,26 @@ from nbclient import NotebookClient
 from tqdm.auto import tqdm
 
 import tfperf
-from tfperf.report import RECORD_VARIABLE, load_records
+from tfperf.report import RECORD_VARIABLE, Record, load_records
 from tfperf.timing import format_seconds
 
-from . import course
+from . import readme
+from .course import Course, Lesson
+
+PROFILES = ("reduced", "full")
 
 
-def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = True, cell_timeout: int = 600) -> list[str]:
-    """Run the lesson's source notebook; returns one line per cell that raised."""
+def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", progress: bool = True, cell_timeout: int = 600) -> list[str]:
+    """Run the lesson's source notebook in a kernel of its own; returns one line per cell that raised.
+
+    The kernel runs in a scratch copy of the lesson's folder, so ``records`` is made absolute before it starts.
+    """
+    records = pathlib.Path(records).resolve()
     nb = nbformat.read(lesson.source, as_version=4)
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"tfperf-{lesson.id}-"))
     shutil.copytree(lesson.source.parent, scratch, dirs_exist_ok=True)
     # the kernel records its measurements to RECORDS; its temporary files (TensorBoard logs...) go with the scratch copy
-    kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch)})
+    kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch), "TFPERF_PROFILE": profile})
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(scratch)}})
     errors = []
@@ -51,24 +58,20 @@ def execute(lesson: course.Lesson, records: pathlib.Path, *, progress: bool = Tr
     return errors
 
 
-def _claim(item: dict) -> str:
-    return item.get("claim") or (f"(graded: needs at least {item['threshold']:g}x)" if item.get("threshold") else "")
+def _row(lesson: Lesson, item: Record) -> str:
+    base, cand = item.baseline, item.candidate
+    low, high = item.ci
+    return (f"| {lesson.id} | {item.name} | {base['label']}: {format_seconds(base['median'])} | "
+            f"{cand['label']}: {format_seconds(cand['median'])} | **{item.speedup:.2f}x** ({low:.2f}-{high:.2f}) | "
+            f"{readme.claim(item.to_dict())} |")
 
 
-def _row(lesson: course.Lesson, item: dict) -> str:
-    base, cand = item["baseline"], item["candidate"]
-    low, high = item["ci"]
-    return (f"| {lesson.id} | {item['name']} | {base['label']}: {format_seconds(base['median'])} | "
-            f"{cand['label']}: {format_seconds(cand['median'])} | **{item['speedup']:.2f}x** ({low:.2f}-{high:.2f}) | "
-            f"{_claim(item)} |")
-
-
-def stated_seconds(lesson: course.Lesson, profile: str) -> float:
+def stated_seconds(lesson: Lesson, profile: str) -> float:
     """The run time a lesson promises in its first cell for this profile: the full workload, or the graded (reduced) one."""
     return 60 * (lesson.minutes_full if profile == "full" else lesson.minutes_grading)
 
 
-def render(results: list[tuple[course.Lesson, list[dict], list[str], float]], total: float, environment: dict, plot_name: str) -> str:
+def render(results: list[tuple[Lesson, list[Record], list[str], float]], total: float, environment: dict, plot_name: str) -> str:
     """The markdown report."""
     lines = [
         "# TF Performance Lab: course report", "",
@@ -89,61 +92,48 @@ def render(results: list[tuple[course.Lesson, list[dict], list[str], float]], to
     return "\n".join(lines) + "\n"
 
 
-def run(lesson_ids: list[str] | None = None, *, out: pathlib.Path, progress: bool = True) -> tuple[pathlib.Path, bool]:
-    """Run the lessons and write ``out/course-report.md``, ``.png`` and ``.json``; returns (report, all cells ran)."""
+def run(course: Course, lesson_ids: list[str] | None = None, *, out: pathlib.Path, profile: str = "reduced",
+        progress: bool = True) -> tuple[pathlib.Path, bool]:
+    """Run the lessons and write ``out/course-report.md``, ``.png`` and ``.json``; returns (report, every lesson ran and recorded).
+
+    A lesson that ran without an error but recorded nothing counts as a failure: every lesson records its headline
+    measurements, so an empty table means the records never reached this process.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    chosen = [course.lesson(i) for i in lesson_ids] if lesson_ids else course.lessons()
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}; got {profile!r}")
+    chosen = course.select(lesson_ids)
+    out = pathlib.Path(out).resolve()  # the kernels run elsewhere: a relative path would point into their scratch folders
     out.mkdir(parents=True, exist_ok=True)
     began, results = time.monotonic(), []
     for lesson in tqdm(chosen, desc="course", unit="lesson", disable=not progress):
         records = out / f"{lesson.id}.records.jsonl"
         records.unlink(missing_ok=True)
         started = time.monotonic()
-        errors = execute(lesson, records, progress=progress)
-        results.append((lesson, load_records(records), errors, time.monotonic() - started))
+        errors = execute(lesson, records, profile=profile, progress=progress)
+        try:
+            measured = load_records(records)
+        except ValueError as error:
+            measured, errors = [], errors + [str(error)]
+        if not measured and not errors:
+            errors.append(f"{lesson.id} recorded no measurements (no {records.name} was written)")
+        results.append((lesson, measured, errors, time.monotonic() - started))
         records.unlink(missing_ok=True)  # kept in course-report.json
     total = time.monotonic() - began
-    everything = [dict(item, label=f"{lesson.id[:2]} {item['name']}") for lesson, records, _, _ in results for item in records]
+    everything = [item.to_dict() | {"label": f"{lesson.id[:2]} {item.name}"} for lesson, records, _, _ in results for item in records]
     if everything:
         axes = tfperf.plots.speedups(everything, title="Measured speedups (95% CI)")
         axes.figure.savefig(out / "course-report.png", dpi=120)
-    environment = tfperf.env.fingerprint()
+    environment = tfperf.env.fingerprint() | {"profile": profile}
     if environment.get("gpus") is None:  # this process never imports TensorFlow: take what the kernels saw
         environment["gpus"] = next((item["environment"].get("gpus") for item in everything if item.get("environment")), None)
     report = out / "course-report.md"
     report.write_text(render(results, total, environment, "course-report.png"), encoding="utf-8")
     summary = {"date": datetime.datetime.now().strftime("%Y-%m-%d"), "total_seconds": round(total, 1), "environment": environment,
                "lessons": [{"id": lesson.id, "seconds": round(seconds, 1), "stated_seconds": stated_seconds(lesson, environment["profile"]),
-                            "errors": errors, "records": records}
+                            "errors": errors, "records": [item.to_dict() for item in records]}
                            for lesson, records, errors, seconds in results]}
     (out / "course-report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return report, not any(errors for _, _, errors, _ in results)
-
-
-EXAMPLE = course.ROOT / "docs" / "example-report"
-README_MARKS = ("<!-- report:start (generated by `tfperf-lab run --example`; a test keeps it in sync) -->", "<!-- report:end -->")
-
-
-def readme_block(folder: pathlib.Path = EXAMPLE) -> str:
-    """The README's example: one row per headline measurement of a committed report, and its plot."""
-    summary = json.loads((folder / "course-report.json").read_text(encoding="utf-8"))
-    env = summary["environment"]
-    relative = folder.resolve().relative_to(course.ROOT).as_posix() if folder.resolve().is_relative_to(course.ROOT) else folder.as_posix()
-    lines = [f"From `{relative}/course-report.md`, run {summary['date']} in the **{env['profile']}** profile on "
-             f"{env['cpu_count']} CPU cores, {'GPU ' + ', '.join(env['gpus']) if env.get('gpus') else 'no GPU'}, "
-             f"TensorFlow {env['tensorflow']}: {len(summary['lessons'])} lesson{'s' if len(summary['lessons']) != 1 else ''} in {summary['total_seconds'] / 60:.1f} min.", "",
-             "| lesson | measurement | speedup (95% CI) | article's claim |", "|---|---|---|---|"]
-    for lesson in summary["lessons"]:
-        for item in lesson["records"]:
-            low, high = item["ci"]
-            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {_claim(item)} |")
-        lines += [f"| {lesson['id'][:2]} | error: {error} | | |" for error in lesson["errors"]]
-    lines += ["", f"![Every measured speedup, log scale]({relative}/course-report.png)"]
-    return "\n".join(lines)
-
-
-def update_readme(folder: pathlib.Path = EXAMPLE, readme: pathlib.Path = course.ROOT / "README.md") -> None:
-    """Replace the README's example block with ``readme_block(folder)``."""
-    course.update_readme_block(*README_MARKS, readme_block(folder), readme)

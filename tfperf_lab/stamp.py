@@ -24,7 +24,8 @@ import tomllib
 
 import nbformat
 
-from . import course
+from . import notebook
+from .course import Course, Lesson
 
 SETUP_CALL = "ENV = tfperf.env.setup()"
 HOSTED_INSTALL = '''\
@@ -52,38 +53,37 @@ READ_ONLY_NOTE = ("# Read-only: graded speed checks time this code. Changes are 
 EXERCISE_HEADING = re.compile(r"^#{2,3}\s+(?:\d+\.\s*)?([^\n]*?)\s*\(\d+(?:\.\d+)?\s+points?\)\s*$", re.M)
 
 
-def location() -> tuple[str, str]:
-    """(GitHub ``owner/name``, branch) the badges and hosted installs point at."""
-    config = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["tfperf"]
+def location(course: Course) -> tuple[str, str]:
+    """(GitHub ``owner/name``, branch) the badges and hosted installs point at, from the course's pyproject.toml."""
+    config = tomllib.loads(course.pyproject.read_text(encoding="utf-8"))["tool"]["tfperf"]
     return config["repository"], config["branch"]
 
 
-def install_spec() -> str:
-    repository, branch = location()
+def install_spec(where: tuple[str, str]) -> str:
+    repository, branch = where
     return f"git+https://github.com/{repository}@{branch}"
 
 
-def colab_url(lesson_id: str) -> str:
-    repository, branch = location()
+def colab_url(lesson_id: str, where: tuple[str, str]) -> str:
+    repository, branch = where
     return f"https://colab.research.google.com/github/{repository}/blob/{branch}/lessons/{lesson_id}/{lesson_id}.ipynb"
 
 
-def kaggle_url(lesson_id: str) -> str:
-    repository, branch = location()
+def kaggle_url(lesson_id: str, where: tuple[str, str]) -> str:
+    repository, branch = where
     return f"https://kaggle.com/kernels/welcome?src=https://github.com/{repository}/blob/{branch}/lessons/{lesson_id}/{lesson_id}.ipynb"
 
 
-def badge_source(lesson_id: str) -> str:
-    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(lesson_id)}) "
-            f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(lesson_id)})")
+def badge_source(lesson_id: str, where: tuple[str, str]) -> str:
+    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(lesson_id, where)}) "
+            f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(lesson_id, where)})")
 
 
-def setup_source() -> str:
-    return HOSTED_INSTALL.format(install=install_spec()) + "\nimport tfperf\n\n" + SETUP_CALL
+def setup_source(where: tuple[str, str]) -> str:
+    return HOSTED_INSTALL.format(install=install_spec(where)) + "\nimport tfperf\n\n" + SETUP_CALL
 
 
-def _text(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+_text = notebook.source
 
 
 def exercises(nb: dict) -> tuple[dict[str, list[tuple[str, float]]], float]:
@@ -131,7 +131,7 @@ def _setup_index(nb: dict) -> int | None:
     return next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and SETUP_CALL in _text(c)), None)
 
 
-def stamped(nb: dict) -> dict:
+def stamped(nb: dict, where: tuple[str, str]) -> dict:
     """A copy of ``nb`` with the shared cells added or brought up to date (idempotent)."""
     nb = copy.deepcopy(nb)
     lesson_id = nb["metadata"]["tfperf"]["lesson"]
@@ -145,13 +145,13 @@ def stamped(nb: dict) -> dict:
         else:
             nb["cells"][at]["source"] = source
 
-    put("colab-badge", "markdown", badge_source(lesson_id), 1)
+    put("colab-badge", "markdown", badge_source(lesson_id, where), 1)
     at = _setup_index(nb)
     if at is None:
         raise ValueError(f"{lesson_id}: no setup cell (a code cell with {SETUP_CALL!r}) to stamp")
-    nb["cells"][at]["id"], nb["cells"][at]["source"] = "setup", setup_source()
+    nb["cells"][at]["id"], nb["cells"][at]["source"] = "setup", setup_source(where)
     for cell in nb["cells"]:
-        if course.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE):
+        if notebook.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE):
             cell["source"] = READ_ONLY_NOTE + "\n" + _text(cell)
     for cell_id in ("self-check-heading", "self-check"):  # always last, after any cell added since
         at = _find(nb, cell_id)
@@ -170,23 +170,23 @@ def _place(nb: dict, cell_id: str) -> tuple[int, str] | None:
     return None if at is None else (at, _text(nb["cells"][at]))
 
 
-def problems(nb: dict) -> list[str]:
+def problems(nb: dict, where: tuple[str, str]) -> list[str]:
     """Shared cells that `stamped` would add, change or move (empty when they are up to date)."""
     try:
-        expected = stamped(nb)
+        expected = stamped(nb, where)
     except (KeyError, ValueError) as error:
         return [f"cannot stamp the shared cells: {error}"]
     stale = [cell_id for cell_id in SHARED if _place(nb, cell_id) != _place(expected, cell_id)]
-    stale += [cell.get("id") for cell in nb["cells"] if course.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE)]
+    stale += [cell.get("id") for cell in nb["cells"] if notebook.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE)]
     return [f"shared cells missing or out of date ({', '.join(stale)}): run `tfperf-lab release` to stamp them"] if stale else []
 
 
-def stamp(lesson: course.Lesson) -> bool:
+def stamp(course: Course, lesson: Lesson) -> bool:
     """Stamp the lesson's source notebook in place; True when it changed."""
-    nb = course.read_notebook(lesson.source)
-    new = stamped(nb)
+    nb = notebook.read(lesson.source)
+    new = stamped(nb, location(course))
     if new == nb:
         return False
     nbformat.validate(nbformat.from_dict(new))
-    lesson.source.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    notebook.write(new, lesson.source)
     return True

@@ -1,0 +1,253 @@
+"""Stage 4 of grading, batch: a class folder (or one learner's notebook) through stage -> execute -> score, with feedback.
+
+`grade` finds ``FOLDER/<student>/<lesson>.ipynb`` files, stages each (a bad one lands on its own row and never stops
+the class), registers the lessons and students in the gradebook, autogrades with ``workers`` sandboxes at once (each
+pinned to its own cores), writes feedback and ``grades.csv``, and keeps a state file per submission so a stopped run
+resumes. `check` is a batch of one for a learner, in a temporary work folder. Every nbgrader step runs in this
+process; only the notebooks run elsewhere, in their sandboxes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import queue
+import shutil
+import tempfile
+
+from nbgrader.api import Gradebook
+
+from . import execute, score, settings, stage, untrusted
+from .course import Course, WorkFolder
+from .results import SubmissionResult
+
+# Parallel gradings share the cores their speed checks time on; each sandbox is pinned to its own core(s), so one worker
+# per core. On the 2-core development machine two workers gave no false failure in the campaigns of docs/flake/.
+DEFAULT_WORKERS = max(1, os.cpu_count() or 1)
+
+
+class NoSubmissions(FileNotFoundError):
+    """A class folder with nothing to grade."""
+
+
+def _nbgrader_app(app_class, course: Course, work: WorkFolder, lesson_id: str, student: str | None = None, **overrides):
+    from nbgrader.coursedir import CourseDirectory
+
+    config = settings.config(course, work, **overrides)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id = lesson_id
+    if student is not None:
+        coursedir.student_id = student
+    app = app_class(coursedir=coursedir, config=config)
+    app.force = True
+    return app
+
+
+def prepare(course: Course, work: WorkFolder, lesson_ids: list[str]) -> None:
+    """Register lessons in the work gradebook (sources and hidden tests), releasing into the work folder."""
+    from nbgrader.converters import GenerateAssignment
+
+    for lesson_id in lesson_ids:
+        app = _nbgrader_app(GenerateAssignment, course, work, lesson_id, **{"CourseDirectory.release_directory": str(work.release)})
+        try:
+            app.start()
+        except Exception as error:  # noqa: BLE001
+            raise RuntimeError(f"nbgrader generate_assignment {lesson_id} failed: {error}") from None
+
+
+def register_students(course: Course, work: WorkFolder, students: set[str]) -> None:
+    """Add the students to the gradebook before parallel autogrades: two of them creating the same student race
+    (nbgrader's check-then-insert fails with "UNIQUE constraint failed: student.id")."""
+    with Gradebook(work.gradebook_url, course_id=course.id) as gradebook:
+        for student in sorted(students):
+            gradebook.update_or_create_student(student)
+
+
+def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> pathlib.Path:
+    """Write the HTML feedback (no hidden tests, one-line errors, sanitized); raises RuntimeError when it cannot."""
+    from nbgrader.converters import GenerateFeedback
+
+    app = _nbgrader_app(GenerateFeedback, course, work, lesson_id, student)
+    try:
+        app.start()
+    except Exception as error:  # noqa: BLE001
+        raise RuntimeError(f"feedback could not be generated ({error})") from None
+    path = work.feedback(student, lesson_id)
+    if not path.exists():
+        raise RuntimeError("feedback could not be generated (nbgrader wrote no page)")
+    return path
+
+
+def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, timeout: float | None = None,
+                 cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None,
+                 with_feedback: bool = True) -> SubmissionResult:
+    """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
+    staged.write(work)
+    before = score.manual_scores(work, course, staged.lesson.id, staged.student)
+    run = execute.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
+                            backend=backend, cpus=cpus)
+    log = work.log(staged.student, staged.lesson.id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(run.log, encoding="utf-8")
+    result = score.score(course, work, staged, run, manual_before=before)
+    if result.error:
+        result.error += f" (log: {log})"
+    if with_feedback and not result.error:
+        try:
+            result.feedback = feedback(course, work, staged.lesson.id, staged.student)
+        except RuntimeError as error:
+            result.notes.append(str(error))
+    score.save_state(work, staged, result)
+    return result
+
+
+def find_submissions(folder: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
+    """(student, notebook) pairs: ``folder/<student>/*.ipynb`` or ``folder/<student>/<lesson>/*.ipynb`` (links included, to refuse)."""
+    pairs = []
+    for student_dir in sorted(p for p in folder.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")):
+        if student_dir.is_symlink():
+            pairs.append((student_dir.name, student_dir / "(linked folder)"))
+            continue
+        for path in sorted(_walk(student_dir)):
+            if ".ipynb_checkpoints" not in path.parts:
+                pairs.append((student_dir.name, path))
+    return pairs
+
+
+def _walk(folder: pathlib.Path):
+    """Notebook files under ``folder``, never descending into a linked folder."""
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not pathlib.Path(root, d).is_symlink()]
+        yield from (pathlib.Path(root, name) for name in files if name.endswith(".ipynb"))
+
+
+def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionResult | None:
+    """The result of an earlier run on exactly this file, if that run finished (for resuming)."""
+    try:
+        digest = hashlib.sha256(stage.read_untrusted(path)).hexdigest()
+    except untrusted.UntrustedInput:
+        return None
+    for state in work.states(student):
+        saved = json.loads(state.read_text(encoding="utf-8"))
+        if saved.get("sha256") == digest and saved.get("source") == str(path):
+            return SubmissionResult.from_dict(saved["result"])
+    return None
+
+
+@contextlib.contextmanager
+def _core_slots(workers: int):
+    """A queue of core sets, one per worker, so parallel sandboxes do not time their speed checks on each other's cores."""
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    slots: queue.Queue = queue.Queue()
+    if workers > 1 and len(available) >= workers:
+        share = len(available) // workers
+        for index in range(workers):
+            slots.put(tuple(available[index * share:(index + 1) * share]))
+    else:
+        for _ in range(max(1, workers)):
+            slots.put(None)
+    yield slots
+
+
+def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
+          timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
+          with_feedback: bool = True, progress: bool = True, backend: str = "auto") -> list[SubmissionResult]:
+    """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
+
+    Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
+    was stopped halfway resumes where it stopped. Raises `NoSubmissions` for an empty folder and
+    `tfperf_lab.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
+    """
+    from tqdm.auto import tqdm
+
+    from . import sandbox
+
+    sandbox.backend(backend)  # refuse before anything is written when no sandbox can run
+    work = work or course.default_work
+    folder = pathlib.Path(folder)
+    pairs = find_submissions(folder)
+    if not pairs:
+        raise NoSubmissions(f"no submissions in {folder}: expected {folder}/<student>/<lesson>.ipynb")
+    queued, results = [], []
+    for student, path in pairs:
+        earlier = None if force else _finished(work, student, path)
+        if earlier is not None:
+            results.append(earlier)
+            continue
+        try:
+            queued.append(stage.stage(course, path, student, within=folder))
+        except untrusted.UntrustedInput as error:
+            results.append(SubmissionResult(student, path.stem, error=str(error)))
+        except Exception as error:  # noqa: BLE001  (one bad submission never stops the class)
+            results.append(SubmissionResult(student, path.stem, error=f"could not be staged: {type(error).__name__}: {error}"))
+    if queued:
+        prepare(course, work, sorted({staged.lesson.id for staged in queued}))
+        register_students(course, work, {staged.student for staged in queued})
+    with _core_slots(workers) as slots, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        def one(staged: stage.Staged) -> SubmissionResult:
+            cpus = slots.get()
+            try:
+                return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend, cpus=cpus,
+                                    with_feedback=with_feedback)
+            except Exception as error:  # noqa: BLE001
+                return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
+                                        error=f"grading failed: {type(error).__name__}: {error}")
+            finally:
+                slots.put(cpus)
+
+        futures = [pool.submit(one, staged) for staged in queued]
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",
+                           disable=not progress):
+            results.append(future.result())
+    results.sort(key=lambda r: (r.student, r.lesson))
+    write_csv(results, csv_path or work.grades_csv)
+    return results
+
+
+def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, feedback_to: pathlib.Path | None = None,
+          work: WorkFolder | None = None, timeout: float | None = None, backend: str = "auto") -> SubmissionResult:
+    """Grade a learner's own copy of a lesson as the instructor's grader would (visible tests only without ``solutions/``)."""
+    owned = work is None
+    work = work or WorkFolder(pathlib.Path(tempfile.mkdtemp(prefix="tfperf-check-")))
+    try:
+        try:
+            staged = stage.stage(course, path, "self", lesson_id)
+        except untrusted.UntrustedInput as error:
+            return SubmissionResult("self", lesson_id or "?", error=str(error))
+        prepare(course, work, [staged.lesson.id])
+        register_students(course, work, {"self"})
+        result = grade_staged(course, work, staged, timeout=timeout, backend=backend)
+        if not course.has_hidden_tests:
+            result.notes.insert(0, "graded with the visible tests only: this course folder has no solutions/ (the hidden tests stay "
+                                   "with your instructor), so your instructor's grade can be lower")
+        if result.feedback is not None:
+            target = feedback_to or path.with_name(f"{path.stem}.feedback.html")
+            shutil.copy(result.feedback, target)
+            result.feedback = target
+        return result
+    finally:
+        if owned:
+            shutil.rmtree(work.root, ignore_errors=True)
+
+
+def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
+    """One row per submission: student, lesson, score, max, status, then one column per graded cell."""
+    columns: list[str] = []
+    for result in results:
+        for cell in result.cells:
+            key = f"{result.lesson}:{cell.id}"
+            if key not in columns:
+                columns.append(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "lesson", "score", "max_score", "status", *columns])
+        for result in results:
+            scores = {f"{result.lesson}:{cell.id}": ("" if cell.score is None else cell.score) for cell in result.cells}
+            writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, *(scores.get(c, "") for c in columns)])
+    return path

@@ -1,0 +1,155 @@
+"""Stage 2 of grading, execute: nbgrader's autograde with the kernel in a disposable sandbox.
+
+`SandboxedExecute` takes the place of nbgrader's ``Execute`` in ``Autograde.autograde_preprocessors`` (see
+`tfperf_lab.settings`), so every autograde of this course runs the learner's code in `tfperf_lab.sandbox`: ours,
+the formgrader's button, plain ``nbgrader autograde`` and the JupyterHub exchange alike. The host keeps the gradebook;
+the sandbox gets a copy of the notebook and gives back the executed copy and the measurement records, which this
+preprocessor writes to ``records_directory/<student>/<lesson>.jsonl`` and ``.run.json`` for the score stage.
+
+`autograde` runs nbgrader's ``Autograde`` converter in this process on one staged submission (no nbgrader start-up
+per notebook) and returns an `Execution`: what the score stage needs to know about the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import threading
+import time
+
+from nbformat import from_dict
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Float, Integer, Unicode
+
+from . import sandbox
+from .course import Course, WorkFolder
+
+_CPUS = threading.local()  # the cores this worker thread's sandboxes are pinned to
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
+
+    timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
+    startup_timeout = Integer(120, help="Seconds the kernel may take to start").tag(config=True)
+    notebook_timeout = Float(0, help="Seconds the whole notebook may take (0: 3x the lesson's grading budget, at least 120)").tag(config=True)
+    backend = Unicode("auto", help="auto (bubblewrap, refusing when it cannot run), bubblewrap, or none").tag(config=True)
+    memory_mb = Integer(sandbox.Limits.memory_mb, help="Memory one submission may use").tag(config=True)
+    processes = Integer(sandbox.Limits.processes, help="Processes and threads one submission may run").tag(config=True)
+    course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
+    records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        student, lesson_id = info.get("student", "unknown"), info.get("assignment", "unknown")
+        course = Course.find(self.course_root or None)
+        limit = self.notebook_timeout or _default_limit(course, lesson_id)
+        limits = sandbox.Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
+                                memory_mb=self.memory_mb, processes=self.processes, cpus=getattr(_CPUS, "cpus", None))
+        records = pathlib.Path(self.records_directory or course.default_work.root / "records") / student
+        records.mkdir(parents=True, exist_ok=True)
+        data = os.environ.get("TFPERF_DATA")
+        outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=records.parent.parent / "sandbox",
+                              data=pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None,
+                              lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None)
+        (records / f"{lesson_id}.jsonl").write_text(outcome.records, encoding="utf-8")
+        (records / f"{lesson_id}.run.json").write_text(json.dumps({
+            "seconds": outcome.seconds, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
+            "limit": limit, "finished": time.time()}), encoding="utf-8")
+        (records / f"{lesson_id}.log").write_text(outcome.log, encoding="utf-8")
+        if outcome.notebook is None:
+            raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
+        from . import untrusted
+
+        executed = from_dict(outcome.notebook)
+        untrusted.check_shape(executed, "the executed notebook")
+        return executed, resources
+
+
+class SandboxFailed(RuntimeError):
+    """The notebook did not come back usable from its sandbox (timed out, out of memory, kernel died)."""
+
+
+def _default_limit(course: Course, lesson_id: str) -> float:
+    try:
+        return max(120.0, course.lesson(lesson_id).minutes_grading * 60 * 3)
+    except LookupError:
+        return 600.0
+
+
+@dataclasses.dataclass
+class Execution:
+    """How one autograde went: the run's seconds, whether it finished, and why not."""
+
+    seconds: float
+    finished: bool
+    problem: str | None
+    backend: str
+    records: str
+    log: str
+
+
+def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
+              cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None) -> Execution:
+    """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed; never raises for the notebook."""
+    import logging
+
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.converters import Autograde
+
+    from . import settings
+
+    overrides = {"SandboxedExecute.backend": backend}
+    if timeout:
+        overrides["SandboxedExecute.notebook_timeout"] = float(timeout)
+    if cell_timeout:
+        overrides["SandboxedExecute.timeout"] = int(cell_timeout)
+    config = settings.config(course, work, **overrides)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = lesson_id, student
+    log = logging.getLogger(f"tfperf_lab.autograde.{student}.{lesson_id}")
+    messages = _Capture()
+    log.addHandler(messages)
+    log.propagate = False
+    run_file = work.root / "records" / student / f"{lesson_id}.run.json"
+    run_file.unlink(missing_ok=True)
+    began = time.monotonic()
+    _CPUS.cpus = cpus
+    converter = Autograde(coursedir=coursedir, config=config, log=log)
+    converter.force = True
+    try:
+        converter.start()
+        failure = None
+    except Exception as error:  # noqa: BLE001  (nbgrader reports a failed notebook by raising NbGraderException)
+        failure = error
+    finally:
+        log.removeHandler(messages)
+    run = json.loads(run_file.read_text()) if run_file.exists() else {}
+    problem = run.get("problem")
+    if failure is not None and problem is None:
+        problem = messages.first_error() or f"nbgrader failed: {failure}"
+    records_file = work.root / "records" / student / f"{lesson_id}.jsonl"
+    log_file = work.root / "records" / student / f"{lesson_id}.log"
+    return Execution(time.monotonic() - began, failure is None and problem is None, problem, run.get("backend", backend),
+                     records_file.read_text(encoding="utf-8") if records_file.exists() else "",
+                     "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""))
+
+
+class _Capture(__import__("logging").Handler):
+    """nbgrader's log lines for one autograde (its errors explain a failed run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+        self.errors: list[str] = []
+
+    def emit(self, record):
+        message = record.getMessage()
+        self.lines.append(f"[{record.levelname}] {message}")
+        if record.levelno >= 40 and "SandboxFailed" not in message:
+            self.errors.append(message)
+
+    def first_error(self) -> str | None:
+        return self.errors[0].splitlines()[0][:300] if self.errors else None

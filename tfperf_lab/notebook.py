@@ -1,0 +1,120 @@
+"""Notebook text as the course reads it: cell source, hidden-test regions, read-only cells, the names a cell binds.
+
+Grading, lint, stamp, variants and the tests all read cells through these functions, so a cell's text is
+joined one way and a hidden-test region ends one way everywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy as _copy
+import json
+import pathlib
+import re
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+HIDDEN_REGION = re.compile(rf"{HIDDEN_BEGIN}.*?{HIDDEN_END}\n?", flags=re.S)
+SPEED_NAME = re.compile(r"assert_speedup\((?:.|\n)*?name=[\"']([\w.-]+)[\"']")
+
+
+def read(path: str | pathlib.Path) -> dict:
+    """A notebook file as plain JSON data."""
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+def write(nb: dict, path: str | pathlib.Path) -> pathlib.Path:
+    """Write a notebook as nbformat does (indent 1, UTF-8, trailing newline)."""
+    path = pathlib.Path(path)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def copy(nb: dict) -> dict:
+    """A deep copy a caller may change."""
+    return _copy.deepcopy(nb)
+
+
+def text(value) -> str:
+    """A cell's source (or an output's text), which nbformat stores as a string or a list of lines."""
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def source(cell: dict) -> str:
+    return text(cell.get("source"))
+
+
+def visible(source_text: str) -> str:
+    """A test cell as learners see it: without its hidden region (an instructor's copy still has it)."""
+    return HIDDEN_REGION.sub("", source_text).strip()
+
+
+def hidden_regions(source_text: str) -> list[str]:
+    """The hidden-test regions of a cell, without their markers."""
+    return [region[len(HIDDEN_BEGIN):].rsplit(HIDDEN_END, 1)[0] for region in HIDDEN_REGION.findall(source_text)]
+
+
+def nbgrader_meta(cell: dict) -> dict:
+    meta = cell.get("metadata", {})
+    found = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return found if isinstance(found, dict) else {}
+
+
+def is_read_only(cell: dict) -> bool:
+    """A locked code cell that is neither a test nor an answer: support code, such as the baselines speed checks time."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("locked")) and not meta.get("grade") and not meta.get("solution")
+
+
+def is_protected(cell: dict) -> bool:
+    """A cell nbgrader restores when grading: locked, or a test (graded but not an answer)."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("locked") or (meta.get("grade") and not meta.get("solution")))
+
+
+def grade_cells(nb: dict) -> list[dict]:
+    """The graded cells, in notebook order: ``{"id", "points", "kind"}`` (kind: auto, or manual for answers graded by hand)."""
+    cells = []
+    for cell in nb["cells"]:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade"):
+            kind = "manual" if cell["cell_type"] == "markdown" or meta.get("solution") else "auto"
+            cells.append({"id": meta["grade_id"], "points": float(meta.get("points", 0)), "kind": kind})
+    return cells
+
+
+def speed_checks(nb: dict) -> dict[str, list[str]]:
+    """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
+    checks = {}
+    for cell in nb["cells"]:
+        body = source(cell)
+        if nbgrader_meta(cell).get("grade") and "assert_speedup(" in body:
+            checks[cell["id"]] = SPEED_NAME.findall(body)
+    return checks
+
+
+def bound_names(source_text: str) -> dict[str, int]:
+    """Names a cell binds at its top level (def, class, assignment, import) -> line number."""
+    try:
+        body = ast.parse(source_text).body
+    except SyntaxError:
+        return {}
+    names = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names.update({n.id: node.lineno for n in ast.walk(target) if isinstance(n, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update({(alias.asname or alias.name).split(".")[0]: node.lineno for alias in node.names})
+    return names
+
+
+def read_only_names(nb: dict) -> set[str]:
+    """Functions, classes and CONSTANTS defined by read-only cells: the baselines and settings speed checks use."""
+    names = set()
+    for cell in nb["cells"]:
+        if is_read_only(cell):
+            body = source(cell)
+            names |= {name for name in bound_names(body) if name.isupper() or re.search(rf"^(def|class)\s+{name}\b", body, re.M)}
+    return names

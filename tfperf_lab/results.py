@@ -1,0 +1,89 @@
+"""What grading returns: one `SubmissionResult` per submitted notebook, one `CellResult` per graded cell.
+
+Read by the command line (`lines`), the CSV, the resume state (`to_dict`/`from_dict`), the exchange and the flake
+campaigns. Measurements are `tfperf.report.Record` objects: the same type the notebooks write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+from tfperf.report import Record
+
+
+@dataclasses.dataclass
+class CellResult:
+    """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run or manual."""
+
+    id: str
+    score: float | None
+    max_score: float
+    kind: str
+    status: str
+    message: str = ""
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    """The grade of one submitted notebook, or why it could not be graded (``error``)."""
+
+    student: str
+    lesson: str
+    cells: list[CellResult] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    measurements: list[Record] = dataclasses.field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    feedback: pathlib.Path | None = None
+    sandbox: str = ""
+
+    @property
+    def score(self) -> float:
+        return sum(cell.score or 0.0 for cell in self.cells if cell.kind == "auto")
+
+    @property
+    def max_score(self) -> float:
+        return sum(cell.max_score for cell in self.cells if cell.kind == "auto")
+
+    @property
+    def status(self) -> str:
+        """The CSV's status column: the error, or graded (saying so when no sandbox isolated the run)."""
+        if self.error:
+            return self.error
+        return "graded without a sandbox (--no-sandbox)" if self.sandbox == "none" else "graded"
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["feedback"] = str(self.feedback) if self.feedback else None
+        data["measurements"] = [record.to_dict() for record in self.measurements]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SubmissionResult":
+        data = dict(data, cells=[CellResult(**cell) for cell in data["cells"]])
+        data["measurements"] = [Record.from_dict(item) for item in data.get("measurements", [])]
+        data["feedback"] = pathlib.Path(data["feedback"]) if data.get("feedback") else None
+        return cls(**data)
+
+    def lines(self) -> list[str]:
+        """A readable per-cell report."""
+        head = f"{self.lesson} ({self.student}): "
+        if self.error:
+            lines = [head + f"NOT GRADED: {self.error}"]
+        else:
+            manual = sum(cell.max_score for cell in self.cells if cell.kind == "manual")
+            lines = [head + f"{self.score:g} / {self.max_score:g} points autograded" + (f", {manual:g} more graded by hand" if manual else "")
+                     + f" ({self.seconds:.0f} s)"]
+        lines += [f"  note: {note}" for note in self.notes]
+        width = max((len(cell.id) for cell in self.cells), default=10)
+        for cell in self.cells:
+            score = "-" if cell.score is None else f"{cell.score:g}"
+            lines.append(f"  {cell.id:<{width}}  {score:>3}/{cell.max_score:<3g} {cell.status:<8} {cell.message}".rstrip())
+        for item in self.measurements:
+            kind = "speed check" if item.threshold else "measured"
+            lines.append(f"  {kind} {item.name}: {item.speedup:.2f}x (95% CI {item.ci[0]:.2f}-{item.ci[1]:.2f}x"
+                         + (f", needs >= {item.threshold:g}x" if item.threshold else "") + ")")
+        if self.feedback:
+            lines.append(f"  feedback: {self.feedback}")
+        return lines
