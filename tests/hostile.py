@@ -34,7 +34,7 @@ class Case:
 
 
 def reference() -> dict:
-    return notebook.read(LESSON.source)
+    return LESSON.source_notebook()
 
 
 def slow() -> dict:

@@ -74,7 +74,7 @@ def leaks(html: str, lesson: Lesson) -> list[str]:
 def grade_submissions(tmp_path_factory, lesson: Lesson, notebooks: dict[str, dict]) -> dict[str, SubmissionResult]:
     """Grade one notebook per student (as an instructor would, feedback aside); student -> result."""
     folder = tmp_path_factory.mktemp(lesson.id)
-    for student, notebook in notebooks.items():
-        write_submission(folder, student, lesson, notebook)
+    for student, submitted in notebooks.items():
+        write_submission(folder, student, lesson, submitted)
     results = batch.grade(COURSE, folder, work=WorkFolder(tmp_path_factory.mktemp("work")), with_feedback=False, progress=False)
     return {result.student: result for result in results}

@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from tfperf_lab import exchange
+from tfperf_lab import exchange, notebook
+from tfperf_lab.course import WorkFolder
 from pipeline import COURSE, hidden_lines, leaks
 
 pytestmark = pytest.mark.pipeline
@@ -27,24 +28,24 @@ def _sha(path) -> str:
 
 def _answer_from_solutions(path) -> None:
     """What a student who solved everything submits: their fetched copy with the reference answers typed in."""
-    answers = {cell["id"]: cell for cell in notebook.read(LESSON.source)["cells"]
+    answers = {cell["id"]: cell for cell in LESSON.source_notebook()["cells"]
                if cell.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    notebook = notebook.read(path)
+    fetched = notebook.read(path)
     typed = 0
-    for cell in notebook["cells"]:
+    for cell in fetched["cells"]:
         if cell.get("id") in answers:
             lines = "".join(answers[cell["id"]]["source"]).splitlines(keepends=True)
             cell["source"] = "".join(line for line in lines if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
             typed += 1
     assert typed == len(answers) > 0
-    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    path.write_text(json.dumps(fetched, indent=1), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
 def classroom(tmp_path_factory):
     base = tmp_path_factory.mktemp("hub")
     root = exchange.make_exchange_root(base / "exchange")
-    instructor = exchange.Instructor(root, base / "instructor-work", course_id=COURSE_ID, check_owner=False)
+    instructor = exchange.Instructor(COURSE, root, WorkFolder(base / "instructor-work"), course_id=COURSE_ID, check_owner=False)
     students = {name: exchange.Student(name, base / "home" / name, root, COURSE_ID).setup() for name in ("alice", "bob")}
 
     def each_student(step: str) -> dict:  # the two students act at the same time, as in a classroom
@@ -83,7 +84,7 @@ def test_exchange_folders_keep_students_apart(classroom):
 
 
 def test_both_submissions_collected_byte_for_byte(classroom):
-    collected, work = classroom["collected"], classroom["instructor"].work
+    collected, work = classroom["collected"], classroom["instructor"].work.root
     assert sorted(collected) == ["alice", "bob"] and collected["alice"] == [] and collected["bob"] == []
     for name, digest in classroom["submitted"].items():
         inbound = list((classroom["root"] / COURSE_ID / "inbound").glob(f"{name}+{LESSON.id}+*/{LESSON.id}.ipynb"))
@@ -106,7 +107,7 @@ def test_each_student_receives_only_their_own_feedback(classroom):
     work = classroom["instructor"].work
     for name, files in classroom["received"].items():
         assert [path.name for path in files] == [f"{LESSON.id}.html"], files
-        mine = work / "feedback" / name / LESSON.id / f"{LESSON.id}.html"
+        mine = work.feedback(name, LESSON.id)
         assert files[0].read_bytes() == mine.read_bytes() == classroom["released"][name].read_bytes()
         result = classroom["results"][name]
         total = sum(cell.max_score for cell in result.cells)
@@ -131,6 +132,7 @@ def test_a_failing_step_names_the_step_the_student_and_nbgraders_reason(classroo
 
 def test_grading_again_collects_and_grades_nothing_new(classroom, capsys):
     instructor = classroom["instructor"]
-    code = exchange.main(["grade", "01", f"--root={instructor.root}", f"--course={COURSE_ID}", f"--work={instructor.work}"])
+    code = exchange.main(["grade", "01", f"--root={instructor.root}", f"--course-id={COURSE_ID}", f"--work={instructor.work.root}"],
+                         course=COURSE)
     assert code == 0
     assert f"{LESSON.id}: 0 graded" in capsys.readouterr().out

@@ -16,7 +16,7 @@ import time
 import pytest
 from nbgrader.api import Gradebook
 
-from tfperf_lab import batch
+from tfperf_lab import batch as grader
 from tfperf_lab.course import WorkFolder
 from hostile import CASES, LESSON
 from pipeline import COURSE, scores
@@ -47,7 +47,7 @@ def batch(tmp_path_factory):
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     work = tmp_path_factory.mktemp("work")
     began = time.monotonic()
-    results = batch.grade(COURSE, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
+    results = grader.grade(COURSE, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
     elapsed = time.monotonic() - began
     return folder, work, {r.student: r for r in results}, before, elapsed
 
@@ -94,7 +94,7 @@ def test_timed_out_cell_is_named_in_the_report(batch):
 def test_regrading_reuses_finished_results_unless_forced(batch):
     folder, work, results, _, _ = batch
     began = time.monotonic()
-    again = {r.student: r for r in batch.grade(COURSE, folder, work=WorkFolder(work), progress=False)}
+    again = {r.student: r for r in grader.grade(COURSE, folder, work=WorkFolder(work), progress=False)}
     assert time.monotonic() - began < 30  # nothing executed again
     assert {name: scores(r) for name, r in again.items()} == {name: scores(r) for name, r in results.items()}
 
@@ -109,7 +109,7 @@ def test_manual_grades_survive_an_autograde_rerun(batch, tmp_path):
     single = tmp_path / "one"
     (single / "exception").mkdir(parents=True)
     (single / "exception" / f"{LESSON.id}.ipynb").write_bytes((folder / "exception" / f"{LESSON.id}.ipynb").read_bytes())
-    (result,) = batch.grade(COURSE, single, work=WorkFolder(work), force=True, progress=False)
+    (result,) = grader.grade(COURSE, single, work=WorkFolder(work), force=True, progress=False)
     assert scores(result)["when_handles_matter"] == 1.0
     with Gradebook(db, course_id=COURSE.id) as gradebook:
         assert gradebook.find_grade("when_handles_matter", LESSON.id, LESSON.id, "exception").manual_score == 1.0
@@ -133,6 +133,6 @@ def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(ba
     process.wait()
     finished = {p: p.stat().st_mtime for p in states.rglob("*.json")}
     assert len(finished) == 1, "the run should have been killed after the first submission"
-    results = batch.grade(COURSE, folder, work=WorkFolder(work), progress=False)
+    results = grader.grade(COURSE, folder, work=WorkFolder(work), progress=False)
     assert {p: p.stat().st_mtime for p in finished} == finished  # the finished one was not graded again
     assert len(list(states.rglob("*.json"))) == 2 and all("kernel died" in (r.error or "") for r in results)

@@ -66,7 +66,7 @@ def _untracked(name):
 
 
 def _metric_cell_source():
-    (cell,) = [c for c in notebook.read(LESSON.source)["cells"] if c.get("id") == "macro_f1_solution"]
+    (cell,) = [c for c in LESSON.source_notebook()["cells"] if c.get("id") == "macro_f1_solution"]
     return "".join(cell["source"])
 
 

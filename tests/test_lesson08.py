@@ -7,7 +7,6 @@ each op type's longest event instead of the sum loses the known-trace points.
 
 import pytest
 
-from tfperf_lab import batch
 from pipeline import COURSE, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline

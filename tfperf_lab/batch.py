@@ -52,6 +52,7 @@ def prepare(course: Course, work: WorkFolder, lesson_ids: list[str]) -> None:
     """Register lessons in the work gradebook (sources and hidden tests), releasing into the work folder."""
     from nbgrader.converters import GenerateAssignment
 
+    work.root.mkdir(parents=True, exist_ok=True)
     for lesson_id in lesson_ids:
         app = _nbgrader_app(GenerateAssignment, course, work, lesson_id, **{"CourseDirectory.release_directory": str(work.release)})
         try:

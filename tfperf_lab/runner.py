@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     except DeadKernelError as error:
         print(f"DeadKernelError: {error}", file=sys.stderr)
         status = 3
+    # a first cap here keeps a chatty notebook's copy small enough to come back; the host caps again (CapOutputs)
+    from tfperf_lab.untrusted import CapOutputs
+
+    nb, _ = CapOutputs(max_text_bytes=1024 * 1024, max_data_bytes=4 * 1024 * 1024).preprocess(nb, {})
     with open(args.out, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(nb))
     return status

@@ -115,7 +115,7 @@ class Bubblewrap(Backend):
                 args += ["--symlink", os.readlink(top), str(top)]
             elif top.is_dir():
                 args += ["--ro-bind", str(top), str(top)]
-        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "ssl/certs"):
+        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "fonts"):
             if (pathlib.Path("/etc") / name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(job / "etc" / "passwd"), "/etc/passwd", "--ro-bind", str(job / "etc" / "group"), "/etc/group"]

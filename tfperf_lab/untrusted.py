@@ -93,10 +93,26 @@ def check_shape(nb, name: str) -> None:
             raise UntrustedInput(f"{name} is not a valid notebook: cell {index} {problem}")
 
 
+def normalize(nb: dict) -> None:
+    """Undo harmless edits that break the schema: outputs on a cell retyped to markdown, a code cell without its outputs."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            if not isinstance(cell.get("outputs"), list):
+                cell["outputs"] = []
+            if not isinstance(cell.get("execution_count"), (int, type(None))) or isinstance(cell.get("execution_count"), bool):
+                cell["execution_count"] = None
+            cell.setdefault("execution_count", None)
+        else:
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+        cell.setdefault("source", "")
+
+
 def validate(nb: dict, name: str) -> None:
-    """nbformat's schema, on the repaired notebook; raises `UntrustedInput` with the first problem."""
+    """nbformat's schema, on the repaired notebook (harmless edits undone first); raises `UntrustedInput` with the first problem."""
     import nbformat
 
+    normalize(nb)
     try:
         nbformat.validate(nbformat.from_dict(nb))
     except nbformat.ValidationError as error:
