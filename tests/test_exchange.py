@@ -103,6 +103,11 @@ def test_scores_follow_the_answers(classroom):
     assert [c.score for c in alice.cells if c.kind == "manual"] == [c.score for c in bob.cells if c.kind == "manual"] == [None]
 
 
+def test_the_exchange_grades_through_the_same_sandbox(classroom):
+    """The exchange path runs nbgrader's autograde with the course's SandboxedExecute, as `tfperf-lab grade` does."""
+    assert {result.sandbox for result in classroom["results"].values()} == {"bubblewrap"}
+
+
 def test_each_student_receives_only_their_own_feedback(classroom):
     work = classroom["instructor"].work
     for name, files in classroom["received"].items():

@@ -101,7 +101,7 @@ def test_grades_csv_has_one_column_per_graded_cell(graded):
 
 
 def test_student_versions_equal_a_fresh_release(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--into", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "tfperf_lab", "release", "--into", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     for lesson in COURSE.lessons:
         fresh = json.loads((tmp_path / lesson.id / f"{lesson.id}.ipynb").read_text())
@@ -110,7 +110,7 @@ def test_student_versions_equal_a_fresh_release(tmp_path):
 
 @pytest.mark.parametrize("path", [p for lesson in LESSONS for p in (lesson.source, lesson.release)], ids=str)
 def test_notebooks_follow_the_course_rules(path):
-    assert lint.lint(path) == []
+    assert lint.lint(COURSE, path) == []
 
 
 def test_lint_holds_each_lesson_to_the_run_time_of_its_metadata():

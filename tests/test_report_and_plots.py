@@ -57,7 +57,7 @@ def test_public_surface_is_the_documented_one():
     assert sorted(tfperf.__all__) == sorted([
         "Comparison", "TimingResult", "assert_close", "assert_raises", "assert_speedup", "checks", "compare",
         "count_calls", "data", "env", "events", "load_mnist", "measure", "plots", "record", "report", "selfcheck", "timing",
-        "trace",
+        "trace", "units",
     ])
     for name in tfperf.__all__:
         assert hasattr(tfperf, name)

@@ -3,11 +3,11 @@
 One module per concern: `env` (setup, profile, fingerprint), `timing` (the harness), `data`
 (MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `selfcheck` (test
 cells that report themselves where nbgrader does not run), `report` (measurement records),
-`events` (TensorBoard event files read back) and `trace` (timeline and profiler traces as plain
-records). Importing the package does not import TensorFlow.
+`events` (TensorBoard event files read back), `trace` (timeline and profiler traces as plain
+records) and `units` (durations formatted for people). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, events, plots, report, selfcheck, timing, trace
+from . import checks, data, env, events, plots, report, selfcheck, timing, trace, units
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -35,4 +35,5 @@ __all__ = [
     "selfcheck",
     "timing",
     "trace",
+    "units",
 ]

@@ -10,7 +10,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .timing import Comparison, _pick_unit
+from .units import format_seconds
+from .units import pick_unit as _pick_unit
 
 __all__ = ["comparison", "speedup_vs_time", "speedups", "step_latency"]
 
@@ -34,8 +35,8 @@ def _finish(ax, xlabel: str, ylabel: str, title: str | None = None):
 
 
 def _as_row(item) -> tuple[str, float, float, float, float | None]:
-    """(label, speedup, ci low, ci high, claim) from a Comparison or a record dict."""
-    if isinstance(item, Comparison):
+    """(label, speedup, ci low, ci high, claim) from a `tfperf.timing.Comparison` or a record dict."""
+    if not isinstance(item, Mapping):
         return f"{item.candidate.label} vs {item.baseline.label}", item.speedup, *item.ci, None
     label = item.get("label") or f"{item['candidate']['label']} vs {item['baseline']['label']}"
     return label, item["speedup"], item["ci"][0], item["ci"][1], item.get("claim_value")
@@ -70,7 +71,7 @@ def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float |
     return ax
 
 
-def comparison(result: Comparison, *, ax=None):
+def comparison(result, *, ax=None):
     """Per-round speedups of one comparison, with the median, its interval and any threshold."""
     ax = _axes(ax)
     rounds = np.arange(1, result.rounds + 1)
@@ -105,7 +106,7 @@ def step_latency(series: Mapping[str, Sequence[float]], *, x: Mapping[str, Seque
     return ax
 
 
-def speedup_vs_time(results: Sequence[Comparison], *, saving: float | None = None, ax=None):
+def speedup_vs_time(results: Sequence, *, saving: float | None = None, ax=None):
     """Speedup against the baseline's time per call, with a fixed-saving model curve.
 
     When a change saves a fixed ``saving`` seconds per call, a baseline step of ``t`` seconds
@@ -179,7 +180,6 @@ def break_even(eager: float, graph: float, first_call: float, *, steps: int | No
         first_call: Seconds of the tf.function's first call.
         steps: Last step drawn (default: three times the break-even, at least 10).
     """
-    from .timing import format_seconds
 
     ax = _axes(ax)
     crossing = (first_call - graph) / (eager - graph) if eager > graph else None

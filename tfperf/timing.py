@@ -28,22 +28,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import env as _env
+from .units import format_seconds
+from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
-_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
 
 __all__ = ["Comparison", "TimingResult", "compare", "format_seconds", "measure"]
-
-
-def format_seconds(seconds: float, *, unit: str | None = None) -> str:
-    """Format a duration with a readable unit, e.g. ``format_seconds(1.5e-4) == '150 us'``."""
-    scale, name = _pick_unit(seconds) if unit is None else next(u for u in _UNITS if u[1] == unit)
-    value = seconds / scale
-    return f"{value:.3g} {name}" if value < 100 else f"{value:.0f} {name}"
-
-
-def _pick_unit(seconds: float) -> tuple[float, str]:
-    return next((u for u in _UNITS if abs(seconds) >= u[0]), _UNITS[-1])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ import pathlib
 import queue
 import shutil
 import tempfile
+import time
 
 from nbgrader.api import Gradebook
 
@@ -26,9 +27,13 @@ from . import execute, score, settings, stage, untrusted
 from .course import Course, WorkFolder
 from .results import SubmissionResult
 
-# Parallel gradings share the cores their speed checks time on; each sandbox is pinned to its own core(s), so one worker
-# per core. On the 2-core development machine two workers gave no false failure in the campaigns of docs/flake/.
-DEFAULT_WORKERS = max(1, os.cpu_count() or 1)
+# Parallel gradings share the cores their speed checks time on. A sandbox is pinned to cores of its own only when each
+# gets at least two: lessons measure parallel work (lesson 04's parallel reads need AUTOTUNE to see two cores), so one
+# core per sandbox would change what they measure. On 2 or 3 cores: two workers, unpinned, the count measured free of
+# false failures (docs/flake/workers-2.json). From 4 cores: one worker per two cores, each pinned to its two (not
+# measured on such a machine yet: `tfperf-lab flake --workers N` does it).
+CORES_PER_PINNED_WORKER = 2
+DEFAULT_WORKERS = max(1, min(2, os.cpu_count() or 1)) if (os.cpu_count() or 1) < 4 else (os.cpu_count() or 4) // CORES_PER_PINNED_WORKER
 
 
 class NoSubmissions(FileNotFoundError):
@@ -88,14 +93,17 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
                  cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None,
                  with_feedback: bool = True) -> SubmissionResult:
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
+    began = time.monotonic()
     staged.write(work)
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
     run = execute.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
                             backend=backend, cpus=cpus)
+    executed = time.monotonic()
     log = work.log(staged.student, staged.lesson.id)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(run.log, encoding="utf-8")
     result = score.score(course, work, staged, run, manual_before=before)
+    scored = time.monotonic()
     if result.error:
         result.error += f" (log: {log})"
     if with_feedback and not result.error:
@@ -104,6 +112,10 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
         except RuntimeError as error:
             result.notes.append(str(error))
     score.save_state(work, staged, result)
+    result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
+                     "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
+                     "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),
+                     "score": scored - executed, "feedback and state": time.monotonic() - scored}
     return result
 
 
@@ -142,10 +154,11 @@ def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionR
 
 @contextlib.contextmanager
 def _core_slots(workers: int):
-    """A queue of core sets, one per worker, so parallel sandboxes do not time their speed checks on each other's cores."""
+    """A queue of core sets, one per worker, so parallel sandboxes do not time their speed checks on each other's cores
+    (only where each worker gets ``CORES_PER_PINNED_WORKER`` cores; otherwise no pinning)."""
     available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     slots: queue.Queue = queue.Queue()
-    if workers > 1 and len(available) >= workers:
+    if workers > 1 and len(available) // workers >= CORES_PER_PINNED_WORKER:
         share = len(available) // workers
         for index in range(workers):
             slots.put(tuple(available[index * share:(index + 1) * share]))
@@ -216,13 +229,17 @@ def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, f
     owned = work is None
     work = work or WorkFolder(pathlib.Path(tempfile.mkdtemp(prefix="tfperf-check-")))
     try:
+        began = time.monotonic()
         try:
             staged = stage.stage(course, path, "self", lesson_id)
         except untrusted.UntrustedInput as error:
             return SubmissionResult("self", lesson_id or "?", error=str(error))
+        staging = time.monotonic()
         prepare(course, work, [staged.lesson.id])
         register_students(course, work, {"self"})
+        prepared = time.monotonic()
         result = grade_staged(course, work, staged, timeout=timeout, backend=backend)
+        result.stages = {"stage": staging - began, "gradebook (generate_assignment)": prepared - staging, **result.stages}
         if not course.has_hidden_tests:
             result.notes.insert(0, "graded with the visible tests only: this course folder has no solutions/ (the hidden tests stay "
                                    "with your instructor), so your instructor's grade can be lower")

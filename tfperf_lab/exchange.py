@@ -120,7 +120,7 @@ class Instructor:
     def run(self, step: str, lesson_id: str, *extra: str, timeout: float | None = STEP_TIMEOUT,
             env: dict | None = None) -> settings.Completed:
         """Run ``nbgrader <step> <lesson>`` on this course and exchange; raise :class:`ExchangeStepError` on failure."""
-        args = [step, lesson_id, *extra, f"--Exchange.root={self.root}", f"--CourseDirectory.course_id={self.course_id}"]
+        args = [step, lesson_id, *extra, f"--Exchange.root={self.root}"]  # the course id comes with the work folder's settings
         done = settings.nbgrader(self._course, self.work, args, release=self.release_directory, timeout=timeout, env=env)
         if done.returncode != 0 or done.timed_out:
             raise ExchangeStepError(step, f"the instructor (lesson {lesson_id})", done)
@@ -220,11 +220,12 @@ class Instructor:
         results = [SubmissionResult(student, lesson_id, error=str(notes))
                    for student, notes in collected.items() if isinstance(notes, Exception)]
         for student in self.staged(lesson_id, pending_only=not everyone):
-            staged = self._stage(self.work.root / "collected" / student / lesson_id, student, lesson_id)
+            staged = self._stage(self.work.root / "collected" / student / lesson_id, student, lesson_id, write=False)
             if isinstance(staged, Exception):
                 results.append(SubmissionResult(student, lesson_id, error=str(staged)))
                 continue
             results.append(batch.grade_staged(self._course, self.work, staged, timeout=timeout, with_feedback=False))
+            (self.work.submitted(student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")  # rewritten by grading
         return sorted(results, key=lambda result: result.student)
 
     def return_feedback(self, lesson_id: str, students: list[str] | None = None) -> dict[str, pathlib.Path]:
@@ -374,6 +375,3 @@ def mode(path: pathlib.Path) -> int:
     """Permission bits of a path, e.g. ``0o2733`` for the exchange's inbound folder."""
     return stat.S_IMODE(path.stat().st_mode)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

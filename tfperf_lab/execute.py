@@ -92,7 +92,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                               lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None)
         (records / f"{lesson_id}.jsonl").write_text(outcome.records, encoding="utf-8")
         (records / f"{lesson_id}.run.json").write_text(json.dumps({
-            "seconds": outcome.seconds, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
+            "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
             "limit": limit, "finished": time.time()}), encoding="utf-8")
         (records / f"{lesson_id}.log").write_text(outcome.log, encoding="utf-8")
         if outcome.notebook is None:
@@ -117,7 +117,8 @@ def _default_limit(course: Course, lesson_id: str) -> float:
 
 @dataclasses.dataclass
 class Execution:
-    """How one autograde went: the run's seconds, whether it finished, and why not."""
+    """How one autograde went: the run's seconds, whether it finished, and why not; ``sandbox`` and ``inside`` time the
+    sandbox from the host and (as the runner reports it, for benchmarks only) its kernel start and cells."""
 
     seconds: float
     finished: bool
@@ -125,6 +126,8 @@ class Execution:
     backend: str
     records: str
     log: str
+    sandbox: float = 0.0
+    inside: dict = dataclasses.field(default_factory=dict)
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
@@ -170,7 +173,8 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     log_file = work.root / "records" / student / f"{lesson_id}.log"
     return Execution(time.monotonic() - began, failure is None and problem is None, problem, run.get("backend", backend),
                      records_file.read_text(encoding="utf-8") if records_file.exists() else "",
-                     "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""))
+                     "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""),
+                     run.get("seconds", 0.0), run.get("inside") or {})
 
 
 class _Capture(__import__("logging").Handler):

@@ -108,8 +108,10 @@ def structure(nb: dict) -> list[str]:
     missing = [key for key in REQUIRED_META if key not in meta]
     if missing:
         problems.append(f"metadata.tfperf lacks {missing}")
+    elif "study" not in meta["minutes"]:
+        problems.append("metadata.tfperf.minutes needs 'study': the minutes a learner needs to work through the lesson")
     elif markdown and "full" in meta["minutes"] and "grading" in meta["minutes"]:
-        promise = run_time_text(meta["minutes"]["full"], meta["minutes"]["grading"])
+        promise = run_time_text(meta["minutes"]["full"], meta["minutes"]["grading"], meta["minutes"].get("study", 0))
         if promise not in " ".join(markdown[0].split()):
             problems.append(f"the first cell must state the run time of metadata.tfperf.minutes: '{promise}'")
     return problems

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 import tfperf
 from tfperf.report import RECORD_VARIABLE, Record, load_records
-from tfperf.timing import format_seconds
+from tfperf.units import format_seconds
 
 from . import readme
 from .course import Course, Lesson

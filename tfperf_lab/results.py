@@ -37,6 +37,7 @@ class SubmissionResult:
     seconds: float = 0.0
     feedback: pathlib.Path | None = None
     sandbox: str = ""
+    stages: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per grading stage (benchmarks/)
 
     @property
     def score(self) -> float:

@@ -61,6 +61,7 @@ class Outcome:
     problem: str | None = None  # why there is no usable notebook: timed out, out of memory, kernel died...
     log: str = ""
     backend: str = ""
+    inside: dict = dataclasses.field(default_factory=dict)  # the runner's own timings (untrusted: for benchmarks only)
 
 
 def _python_paths() -> list[pathlib.Path]:
@@ -340,6 +341,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     log = (output or b"").decode("utf-8", "replace")[-20000:]
     executed = _read_back(job / "out" / "executed.ipynb", EXECUTED_LIMIT)
     records = _read_back(job / "out" / "records.jsonl", RECORDS_LIMIT)
+    timings = _read_back(job / "out" / "timings.json", 4096)
     shutil.rmtree(job, ignore_errors=True)
     problem = None
     if timed_out:
@@ -357,8 +359,12 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
             notebook = json.loads(executed)
         except (ValueError, RecursionError):
             problem = "the executed notebook that came back is not valid JSON"
+    try:
+        inside = {key: float(value) for key, value in json.loads(timings or b"{}").items()}
+    except (ValueError, TypeError, AttributeError):
+        inside = {}
     return Outcome(notebook, (records or b"").decode("utf-8", "replace"), seconds, process.returncode, timed_out, problem, log,
-                   chosen.name)
+                   chosen.name, inside)
 
 
 if __name__ == "__main__":

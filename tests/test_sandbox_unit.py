@@ -1,0 +1,71 @@
+"""The sandbox itself on tiny notebooks (seconds, no TensorFlow): what a kernel inside sees, and how a run ends."""
+
+import json
+import os
+import pathlib
+
+import nbformat
+import pytest
+
+from tfperf_lab import batch, sandbox
+
+needs_bwrap = pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None, reason="bubblewrap cannot run here")
+
+
+def _run(tmp_path, *sources, **limits):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return sandbox.run(json.loads(nbformat.writes(nb)), limits=sandbox.Limits(**{"wall_seconds": 60, **limits}),
+                       chosen=sandbox.Bubblewrap(), scratch=tmp_path / "scratch")
+
+
+def _printed(outcome) -> str:
+    return "".join(o.get("text", "") for c in outcome.notebook["cells"] for o in c["outputs"] if o["output_type"] == "stream")
+
+
+@needs_bwrap
+def test_a_kernel_sees_a_clean_environment_no_network_and_its_own_cores(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "secret")
+    outcome = _run(tmp_path, "import os, socket\nprint(sorted(os.environ.get(k, '-') for k in ['JUPYTERHUB_API_TOKEN']))\n"
+                             "print(os.sched_getaffinity(0))\n"
+                             "try:\n    socket.create_connection(('pypi.org', 443), timeout=3)\n    print('network')\n"
+                             "except OSError:\n    print('no network')\nprint(os.getpid() < 100)", cpus=(0,))
+    assert outcome.problem is None, outcome.log
+    assert _printed(outcome).split() == ["['-']", "{0}", "no", "network", "True"]
+    assert not list((tmp_path / "scratch").iterdir()), "the job folder is removed afterwards"
+
+
+@needs_bwrap
+def test_a_notebook_over_its_wall_time_is_stopped_and_said_so(tmp_path):
+    outcome = _run(tmp_path, "import time\ntime.sleep(60)", wall_seconds=8)
+    assert outcome.timed_out and outcome.notebook is None and "did not finish within 8 s" in outcome.problem
+
+
+@needs_bwrap
+def test_files_the_kernel_writes_are_capped_in_size(tmp_path):
+    outcome = _run(tmp_path, "try:\n    open('f', 'wb').write(b'0' * 3 * 2**20)\nexcept OSError as e:\n    print('refused', e.errno)",
+                   file_mb=1)
+    assert "refused 27" in _printed(outcome)  # EFBIG
+
+
+def test_no_backend_is_refused_with_the_way_out(monkeypatch):
+    monkeypatch.setattr(sandbox.Bubblewrap, "problem", lambda self: "bubblewrap is not installed")
+    with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap is not installed.*--no-sandbox"):
+        sandbox.backend("auto")
+    assert sandbox.backend("none").isolated is False
+
+
+@pytest.mark.parametrize("cores,workers,pinned", [(2, 2, [None, None]), (4, 2, [(0, 1), (2, 3)]), (8, 4, [(0, 1), (2, 3), (4, 5), (6, 7)]),
+                                                   (4, 4, [None] * 4), (2, 1, [None])])
+def test_sandboxes_are_pinned_only_when_each_gets_two_cores(monkeypatch, cores, workers, pinned):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    with batch._core_slots(workers) as slots:
+        assert [slots.get() for _ in range(workers)] == pinned
+
+
+@needs_bwrap
+def test_a_cell_over_its_time_limit_is_interrupted_and_the_next_cell_runs(tmp_path):
+    outcome = _run(tmp_path, "while True:\n    pass", "print('after')", cell_seconds=3)
+    first, second = outcome.notebook["cells"]
+    assert [o.get("ename") for o in first["outputs"] if o["output_type"] == "error"][:1] in (["CellTimeoutError"], ["KeyboardInterrupt"])
+    assert "after" in "".join(o.get("text", "") for o in second["outputs"])
