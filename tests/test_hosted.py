@@ -5,6 +5,7 @@ self-check is `tfperf.selfcheck`. The kernel test runs a small notebook in a rea
 """
 
 import importlib.util
+import inspect
 import json
 import re
 import subprocess
@@ -20,6 +21,7 @@ from tfperf_lab import lint, notebook, stamp
 from pipeline import COURSE
 
 WHERE = stamp.location(COURSE)
+import tfperf
 from tfperf import selfcheck
 
 CONFIG = tomllib.loads((COURSE.root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["tfperf"]
@@ -60,25 +62,96 @@ def test_every_setup_cell_installs_from_the_configured_repository_and_summary_li
     assert tests and all(json.dumps(name, ensure_ascii=False) in summary for name in tests), summary
 
 
-def test_setup_preamble_installs_only_on_a_hosted_notebook_that_lacks_the_helpers(monkeypatch):
-    calls, present = [], {"tfperf": None}
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: present.get(name, object()))
-    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
+def _preamble() -> str:
+    return stamp.setup_source(WHERE).split("\nimport tfperf\n")[0]
+
+
+def _clear_hosts(monkeypatch):
+    for name in ("KAGGLE_KERNEL_RUN_TYPE", "COLAB_RELEASE_TAG"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    preamble = stamp.HOSTED_INSTALL.format(install=stamp.install_spec(WHERE))
+
+
+HOSTS = {
+    "local": ({}, False),
+    "colab_tag_only": ({"COLAB_RELEASE_TAG": "release-colab_20260101"}, False),
+    "colab_module_only": ({}, True),
+    "kaggle": ({"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, False),
+}
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_setup_cell_and_library_detect_the_host_with_one_predicate(monkeypatch, host):
+    variables, colab_module = HOSTS[host]
+    _clear_hosts(monkeypatch)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    if colab_module:
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    cell = {}
+    exec(_preamble().split("\nif importlib.util.find_spec")[0], cell)  # the imports and the predicate only
+    assert cell["hosted"]() == tfperf.env.hosted() == {"local": None, "kaggle": "kaggle"}.get(host, "colab")
+    assert inspect.getsource(tfperf.env.hosted).rstrip() in _preamble()
+
+
+def _fake_pip(monkeypatch, returncode=0, stderr=""):
+    calls = []
+
+    def run(command, **options):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, returncode, "", stderr)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    return calls
+
+
+def test_setup_preamble_installs_only_on_a_hosted_notebook_that_lacks_the_helpers(monkeypatch):
+    calls, present = _fake_pip(monkeypatch), {"tfperf": None}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: present.get(name, object()))
+    _clear_hosts(monkeypatch)
+    preamble = _preamble()
 
     exec(preamble, {})  # local machine without tfperf: the later `import tfperf` explains; no pip
     assert calls == []
     monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
     exec(preamble, {})
     monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE")
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "release-colab")  # what tfperf.env calls Colab, the cell installs on
     exec(preamble, {})
     present["tfperf"] = object()  # already installed (second run of the cell): nothing to do
     exec(preamble, {})
     wanted = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", f"git+https://github.com/{CONFIG['repository']}@{CONFIG['branch']}"]
     assert calls == [wanted, wanted]
+
+
+GIT_FAILED = """  error: subprocess-exited-with-error
+  × git clone --filter=blob:none --quiet https://github.com/o/r /tmp/pip-req-build-x did not run successfully.
+      fatal: unable to access 'https://github.com/o/r/': Could not resolve host: github.com
+note: This error originates from a subprocess, and is likely not a problem with pip."""
+
+
+@pytest.mark.parametrize("host, advice", [("kaggle", "switch Internet on"), ("colab", "repository opens in a browser")])
+def test_a_failed_hosted_install_ends_in_one_message_saying_what_to_do(monkeypatch, host, advice):
+    _fake_pip(monkeypatch, returncode=1, stderr=GIT_FAILED)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tfperf" else object())
+    _clear_hosts(monkeypatch)
+    monkeypatch.setenv({"kaggle": "KAGGLE_KERNEL_RUN_TYPE", "colab": "COLAB_RELEASE_TAG"}[host], "1")
+    with pytest.raises(RuntimeError) as raised:
+        exec(_preamble(), {})
+    message = str(raised.value)
+    assert message.startswith(f"Could not install the course helpers from https://github.com/{CONFIG['repository']} (fatal: unable")
+    assert advice in message and "\n" not in message
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_setup_says_what_to_do_locally_and_on_kaggle_and_nothing_else(lesson):
+    for path in (lesson.source, lesson.release):
+        cells = notebook.read(path)["cells"]
+        ids = [c.get("id") for c in cells]
+        assert ids.index("setup-help") == ids.index("setup") - 1, path
+        assert _cell({"cells": cells}, "setup-help") == stamp.SETUP_HELP and "Internet" in stamp.SETUP_HELP
+        assert not any(stamp.LEGACY_SETUP_HELP.search("".join(c["source"])) for c in cells), f"{path}: the old pip-only sentence"
 
 
 def test_stamping_is_idempotent_and_lint_flags_stale_shared_cells():

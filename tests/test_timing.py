@@ -166,3 +166,69 @@ def test_describe_calls_an_effect_fragile_when_the_course_runs_straddle_one(cloc
     steady = result.describe(seen=(1.8, 2.2))
     assert "fragile" not in steady and steady.endswith("The course's runs measured 1.8-2.2x.")
     assert "(this run falls outside that range)" in result.describe(seen=(5.0, 8.0))
+
+
+def test_harness_waits_for_the_device_after_every_call_whatever_it_returns(clock):
+    waited, work = [], clock.workload(1e-3)
+
+    def device_wait():
+        waited.append(clock.now)
+        clock.now += 4e-3  # the kernels the call queued finish only now
+
+    result = tfperf.measure(lambda: (work(), None)[1], repeats=2, warmup=1, number=5, wait=device_wait, clock=clock)
+    assert len(waited) == 1 + 2 * 5  # warm-up and every timed call, although the function returns None
+    assert result.median == pytest.approx(5e-3)  # dispatch (1 ms) plus the wait (4 ms), not dispatch alone
+
+
+def test_compare_waits_for_the_device_on_both_sides(clock):
+    waited = []
+    tfperf.compare(clock.workload(2e-3), clock.workload(1e-3), min_rounds=2, max_rounds=2, warmup=1,
+                   wait=lambda: waited.append(1), clock=clock)
+    assert len(waited) > 4
+
+
+def test_no_device_wait_without_tensorflow_or_on_a_synchronous_cpu(monkeypatch):
+    monkeypatch.delitem(__import__("sys").modules, "tensorflow", raising=False)
+    assert timing.device_wait() is None  # never imports TensorFlow itself
+    import tensorflow as tf
+
+    monkeypatch.setattr(tfperf.env, "_GPUS", ())
+    assert timing.device_wait() is None  # CPU, synchronous eager execution: nothing can be pending
+
+
+class _FakeTensorFlow:
+    """Just enough of TensorFlow for `device_wait`: sync_devices, the execution mode and eager mode."""
+
+    def __init__(self, *, eager=True, synchronous=True):
+        self.synced, self.eager = 0, eager
+        experimental = type("E", (), {"sync_devices": lambda _: self._sync()})()
+        self.test = type("T", (), {"experimental": experimental})()
+        config = type("C", (), {"get_synchronous_execution": staticmethod(lambda: synchronous)})()
+        self.config = type("K", (), {"experimental": config})()
+
+    def _sync(self):
+        self.synced += 1
+
+    def executing_eagerly(self):
+        return self.eager
+
+
+@pytest.mark.parametrize("gpus, synchronous, eager, syncs", [
+    (("/physical_device:GPU:0",), True, True, 1),   # a GPU queues its kernels: wait for them
+    ((), False, True, 1),                            # set_synchronous_execution(False) on a CPU: same
+    (("/physical_device:GPU:0",), True, False, 0),   # a TF1 session returns finished results; sync_devices would raise
+])
+def test_device_wait_uses_sync_devices_only_when_work_can_be_pending(monkeypatch, gpus, synchronous, eager, syncs):
+    fake = _FakeTensorFlow(eager=eager, synchronous=synchronous)
+    monkeypatch.setitem(__import__("sys").modules, "tensorflow", fake)
+    monkeypatch.setattr(tfperf.env, "_GPUS", gpus)
+    wait = timing.device_wait()
+    assert wait is not None
+    wait()
+    assert fake.synced == syncs
+
+
+def test_real_sync_devices_exists_in_the_tensorflow_the_course_supports():
+    import tensorflow as tf
+
+    assert callable(tf.test.experimental.sync_devices)  # added in TF 2.14; the course needs 2.16

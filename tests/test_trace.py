@@ -123,12 +123,29 @@ def test_plot_timeline_colours_the_ops_asked_for_and_accepts_an_axes():
     assert trace.plot_timeline(trace.chrome_events(KNOWN), highlight=0).get_legend() is None
 
 
-def _xspace():
+def _xspace(*, device_first=False):
+    """A host plane (Python, two tf_Compute threads) and a GPU plane; ``device_first`` puts the GPU plane first.
+
+    ``dense/MatMul`` ran on the GPU: the host plane holds its launch (0.5 us), the GPU plane its kernel.
+    """
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
+
+    def add_gpu():
+        gpu = space.planes.add(id=1, name="/device:GPU:0")
+        gpu.event_metadata[1].id, gpu.event_metadata[1].name = 1, "volta_sgemm_kernel"
+        gpu.stat_metadata[1].id, gpu.stat_metadata[1].name = 1, "tf_op"
+        gpu.stat_metadata[2].id, gpu.stat_metadata[2].name = 2, "dense/MatMul:MatMul"
+        stream = gpu.lines.add(id=1, name="Stream #7", timestamp_ns=1002)
+        stream.events.add(metadata_id=1, offset_ps=0, duration_ps=1_000_000).stats.add(metadata_id=1, str_value="conv/Conv2D:Conv2D")
+        stream.events.add(metadata_id=1, offset_ps=2_000_000, duration_ps=1_000_000).stats.add(metadata_id=1, ref_value=2)
+        stream.events.add(metadata_id=1, offset_ps=4_000_000, duration_ps=1_000_000)  # a kernel without a TF op
+
+    if device_first:
+        add_gpu()
     host = space.planes.add(id=0, name="/host:CPU")
-    names = {1: "step", 2: "preprocess:PyFunc", 3: "dense/MatMul:_MklMatMul", 4: "ExecutorState::Process", 5: "EagerLocalExecute: f"}
+    names = {1: "step", 2: "preprocess:PyFunc", 3: "dense/MatMul:MatMul", 4: "ExecutorState::Process", 5: "EagerLocalExecute: f"}
     for key, name in names.items():
         host.event_metadata[key].id, host.event_metadata[key].name = key, name
     python = host.lines.add(id=1, name="python", timestamp_ns=1000)
@@ -138,46 +155,58 @@ def _xspace():
     first.events.add(metadata_id=2, offset_ps=0, duration_ps=7_000_000)
     first.events.add(metadata_id=4, offset_ps=0, duration_ps=7_500_000)
     second = host.lines.add(id=3, name="tf_Compute/4069394189139351240", timestamp_ns=1000)
-    second.events.add(metadata_id=3, offset_ps=8_000_000, duration_ps=500_000)
-    gpu = space.planes.add(id=1, name="/device:GPU:0")
-    gpu.event_metadata[1].id, gpu.event_metadata[1].name = 1, "volta_sgemm_kernel"
-    gpu.stat_metadata[1].id, gpu.stat_metadata[1].name = 1, "tf_op"
-    gpu.stat_metadata[2].id, gpu.stat_metadata[2].name = 2, "dense/MatMul:MatMul"
-    stream = gpu.lines.add(id=1, name="Stream #7", timestamp_ns=1002)
-    stream.events.add(metadata_id=1, offset_ps=0, duration_ps=1_000_000).stats.add(metadata_id=1, str_value="conv/Conv2D:Conv2D")
-    stream.events.add(metadata_id=1, offset_ps=2_000_000, duration_ps=1_000_000).stats.add(metadata_id=1, ref_value=2)
-    stream.events.add(metadata_id=1, offset_ps=4_000_000, duration_ps=1_000_000)  # a kernel without a TF op
+    second.events.add(metadata_id=3, offset_ps=8_000_000, duration_ps=500_000)  # the launch of dense/MatMul
+    if not device_first:
+        add_gpu()
     return space
 
 
-def _write_xspace(folder, name="vm.xplane.pb"):
+def _write_xspace(folder, name="vm.xplane.pb", *, device_first=False):
     run = folder / "plugins" / "profile" / "2026_01_01_00_00_00"
     run.mkdir(parents=True, exist_ok=True)
     path = run / name
-    path.write_bytes(_xspace().SerializeToString())
+    path.write_bytes(_xspace(device_first=device_first).SerializeToString())
     return path
 
 
-def test_xplane_events_read_op_events_from_host_and_device_planes(tmp_path):
-    events = trace.xplane_events(_write_xspace(tmp_path))
+@pytest.mark.parametrize("device_first", [False, True], ids=["host_plane_first", "gpu_plane_first"])
+def test_xplane_events_read_op_events_from_host_and_device_planes(tmp_path, device_first):
+    events = trace.xplane_events(_write_xspace(tmp_path, device_first=device_first))
     assert [(e.name, e.op, e.device, e.thread) for e in events] == [
         ("preprocess", "PyFunc", "/host:CPU", "tf_Compute 1"),
         ("conv/Conv2D", "Conv2D", "/device:GPU:0", "Stream #7"),
         ("dense/MatMul", "MatMul", "/device:GPU:0", "Stream #7"),
-        ("dense/MatMul", "_MklMatMul", "/host:CPU", "tf_Compute 2"),
     ]
     pyfunc, conv = events[0], events[1]
     # line timestamps are in ns, event offsets and durations in ps; the origin is the earliest kept event
     assert pyfunc.start == 0.0 and pyfunc.duration == pytest.approx(7e-6)
     assert conv.start == pytest.approx(1e-9, abs=1e-15) and events[2].start == pytest.approx(2.001e-6)
-    assert events[3].start == pytest.approx(7.999e-6)
+
+
+@pytest.mark.parametrize("device_first", [False, True], ids=["host_plane_first", "gpu_plane_first"])
+def test_an_op_that_ran_on_a_gpu_is_counted_once_not_as_launch_plus_kernel(tmp_path, device_first):
+    table = trace.op_table(trace.xplane_events(_write_xspace(tmp_path, device_first=device_first)), n=None)
+    matmul = next(row for row in table if row.key == "MatMul")
+    assert matmul.count == 1 and matmul.seconds == pytest.approx(1e-6)  # the kernel's 1 us, not + the 0.5 us launch
+    assert table.total == pytest.approx(7e-6 + 1e-6 + 1e-6)
+
+
+def test_host_plane_is_found_by_name_when_a_gpu_plane_comes_first():
+    space = _xspace(device_first=True)
+    assert space.planes[0].name == "/device:GPU:0"
+    assert trace.host_plane(space).name == trace.HOST_PLANE == "/host:CPU"
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    with pytest.raises(trace.TraceError, match="no '/host:CPU' plane in this trace; it has \\['/device:GPU:0'\\]"):
+        trace.host_plane(xplane_pb2.XSpace(planes=[xplane_pb2.XPlane(name="/device:GPU:0")]))
 
 
 def test_xplane_events_can_keep_every_event_and_read_a_logdir(tmp_path):
     _write_xspace(tmp_path)
     everything = trace.xplane_events(tmp_path, ops_only=False)
     assert {"step", "ExecutorState::Process", "EagerLocalExecute: f", "volta_sgemm_kernel"} <= {e.op for e in everything}
-    assert len(everything) == 8 and everything[0].name == "step" and everything[0].start == 0.0
+    assert len(everything) == 7 and everything[0].name == "step" and everything[0].start == 0.0
+    assert not [e for e in everything if e.name == "dense/MatMul" and e.device == "/host:CPU"]  # its launch: dropped
 
 
 def test_find_xplane_returns_the_newest_file_and_explains_an_empty_logdir(tmp_path):

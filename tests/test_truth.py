@@ -15,7 +15,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUOTED_AS_FACT = {  # numbers issue 15 found stated as facts in a lesson's prose
     "02_graph_growth": ("8x after 240", "30-80 us"),
     "04_tf_data": ("no reliable gain",),
+    "05_metrics": ("4-7x", "2-4x"),
+    "06_gradient_tape": ("100x to 500x", "15x to 33x", "6-7x"),
     "07_tensorboard": ("5-30x slower", "3-11x faster"),
+    "10_capstone": ("5-14x", "0.4-1.4x"),
+}
+ARTICLE_ERRORS = {  # an error of the articles, by a phrase that names it
+    "05_metrics": ("reset_states()",),
+    "06_gradient_tape": ("watch(x)", "second derivative"),
+    "07_tensorboard": ("tensorboard logdir",),
+    "10_capstone": ("reset_states()", "tensorboard logdir"),
 }
 
 
@@ -182,3 +191,82 @@ def check_article_speedup_is_a_hypothesis(nb: dict) -> None:
 
 def test_callable_handles_explains_the_article_speedup_as_a_hypothesis():
     check_article_speedup_is_a_hypothesis(notebook("01_callable_handles"))
+
+
+# Issue 15, section 4: rubrics, terms explained where first used, the articles' errors stated once.
+
+def hand_graded(nb: dict) -> list[tuple[dict, dict]]:
+    """(question, answer) pairs: each hand-graded answer cell and the markdown cell before it."""
+    cells = nb["cells"]
+    return [(cells[i - 1], c) for i, c in enumerate(cells)
+            if c["cell_type"] == "markdown" and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def check_rubrics(nb: dict, lesson: str) -> None:
+    pairs = hand_graded(nb)
+    assert pairs, f"{lesson}: no hand-graded answer found"
+    for question, answer in pairs:
+        text = source(question)
+        points = answer["metadata"]["nbgrader"]["points"]
+        assert "**Rubric**" in text and "earn" in text, (
+            f"{lesson}, {answer['id']} ({points} points): the question before it has no rubric saying what earns the points")
+
+
+@pytest.mark.parametrize("lesson", ["06_gradient_tape", "07_tensorboard", "10_capstone"])
+def test_every_hand_graded_answer_has_a_rubric_the_student_version_shows(lesson):
+    check_rubrics(notebook(lesson), lesson)
+
+
+def check_pfor_explained(nb: dict) -> None:
+    first = next(unit for c in nb["cells"] if c["cell_type"] == "markdown" for unit in units(source(c)) if "pfor" in unit)
+    assert "parallel for" in first and "loop" in first, f"pfor is used before it is explained: {first[:160]}"
+
+
+def test_gradient_tape_explains_pfor_where_it_first_appears():
+    check_pfor_explained(notebook("06_gradient_tape"))
+
+
+def check_errors_stated_once(nb: dict, lesson: str) -> None:
+    """Each error appears in at most one table row or Summary bullet: shown where it happens, listed once."""
+    listed = []
+    for c in nb["cells"]:
+        text = source(c)
+        if c["cell_type"] != "markdown":
+            continue
+        in_summary = text.startswith("## Summary")
+        listed += [unit for unit in units(text) if unit.startswith("|") or (in_summary and unit.startswith("- "))]
+    for phrase in ARTICLE_ERRORS[lesson]:
+        found = [unit for unit in listed if phrase in unit]
+        assert len(found) <= 1, f"{lesson}: the article's {phrase!r} is listed {len(found)} times: {[u[:80] for u in found]}"
+
+
+@pytest.mark.parametrize("lesson", sorted(ARTICLE_ERRORS))
+def test_the_articles_errors_are_listed_once_per_lesson(lesson):
+    check_errors_stated_once(notebook(lesson), lesson)
+
+
+# Issue 15, section 3: the capstone says where its loop waits for the device, and measures it on a CPU.
+
+def check_capstone_asynchronous_execution(nb: dict) -> None:
+    headings = [source(c).splitlines()[0] for c in nb["cells"] if c["cell_type"] == "markdown" and source(c).startswith("## ")]
+    assert any("asynchronous execution" in heading.lower() for heading in headings), f"no section on asynchronous execution: {headings}"
+    code = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "set_synchronous_execution(False)" in code, "the CPU run should show asynchronous dispatch (set_synchronous_execution(False))"
+    assert "float(loss)" in code and "tfperf.compare(epoch_reading" in code, "a wait per step should be timed against one per epoch"
+    prose = " ".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "was not measured" in prose and "GPU" in prose, "the GPU consequence should be worded as not measured here"
+
+
+def test_capstone_measures_where_the_loop_waits():
+    check_capstone_asynchronous_execution(notebook("10_capstone"))
+
+
+def check_logging_exercise_explains_per_step_scalars(nb: dict) -> None:
+    text = source(cell(nb, "md-48"))
+    assert "on purpose" in text and "section 4" in text, "Exercise 1 should say why it asks for per-step scalars that section 4 measures as costly"
+    notice = source(cell(nb, "code-47-notice"))
+    assert "scalars_vs_none" in notice, "the claim about scalars from Python should be the learner's own measurement"
+
+
+def test_tensorboard_exercise_says_why_it_logs_scalars_every_step():
+    check_logging_exercise_explains_per_step_scalars(notebook("07_tensorboard"))

@@ -7,12 +7,14 @@ Introduced in lesson 01 (setup section); every lesson calls `setup()`.
 
 from __future__ import annotations
 
-import functools
+import atexit
 import importlib.metadata
 import logging
 import os
 import platform
+import re
 import sys
+import threading
 import warnings
 
 FULL = "full"
@@ -25,6 +27,7 @@ __all__ = [
     "REDUCED",
     "choose",
     "fingerprint",
+    "gpu_names",
     "hosted",
     "profile",
     "quiet_tensorflow",
@@ -32,14 +35,84 @@ __all__ = [
 ]
 
 
-def quiet_tensorflow() -> None:
-    """Silence TensorFlow's C++ and Python logging.
+KEEP_LOGS = "TFPERF_TF_LOGS"  # set to 1 to see TensorFlow's own log lines (debugging TensorFlow itself)
 
-    Call it before the first ``import tensorflow``: the C++ log level is read once, at import.
-    Lines TensorFlow prints before its logger starts (oneDNN, CUDA stubs) still appear; the
-    autograder filters those (see ``autograder/nbgrader_config.py``).
+# Native lines that mean nothing to a learner: absl/TSL INFO and WARNING lines (oneDNN notice, CUDA
+# stubs, cpu_feature_guard, XLA's "service ... initialized"), absl's note about InitializeLog, and the
+# ERROR lines a CPU-only or a Colab machine prints at import (no CUDA driver; TF 2.17-2.19's duplicate
+# cuDNN/cuFFT/cuBLAS factory registration). Any other line, an ERROR or a crash, still reaches the notebook.
+_HARMLESS = re.compile(
+    r"^(?:WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|[IW]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] "
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] \S+:\d+\] "
+    r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\."
+    r"|(?:E\d{4} \d\d:\d\d:\d+\.\d+ +\d+|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: E) \S+:\d+\] "
+    r"(?:failed call to cuInit|Unable to register cu(?:DNN|FFT|BLAS) factory|computation placer already registered))")
+_LOG_START = re.compile(rb"^(?:[IWEF]\d|\d{4}-|WARNING: All|To enable)")
+
+
+def harmless(line: str) -> bool:
+    """True for a native TensorFlow log line a learner should not see (see ``_HARMLESS``)."""
+    return bool(_HARMLESS.match(line))
+
+
+class _StderrFilter:
+    """Sits on file descriptor 2 and drops `harmless` lines; everything else goes on unchanged.
+
+    C++ code writes its logs to descriptor 2 directly, below Python and ``TF_CPP_MIN_LOG_LEVEL``'s
+    reach for lines printed before TensorFlow's logger starts (and, on TF 2.16-2.19, for XLA's absl
+    lines), and Jupyter shows descriptor 2 in red. A pipe takes its place; a thread reads whole lines
+    and passes the others to the original descriptor (in Jupyter: ipykernel's own pipe).
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+    def __init__(self):
+        self.original = os.dup(2)
+        read, write = os.pipe()
+        os.dup2(write, 2)
+        os.close(write)
+        self.thread = threading.Thread(target=self._pump, args=(read,), name="tfperf-stderr-filter", daemon=True)
+        self.thread.start()
+        atexit.register(self.close)
+
+    def _pump(self, read: int) -> None:
+        pending = b""
+        while chunk := os.read(read, 65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            kept = [line for line in lines if not harmless(line.decode("utf-8", "replace"))]
+            if pending and not _LOG_START.match(pending):  # a partial line that is no log line: pass it on now
+                kept, pending = kept + [pending], b""
+                os.write(self.original, b"\n".join(kept))
+            elif kept:
+                os.write(self.original, b"\n".join(kept) + b"\n")
+        if pending:
+            os.write(self.original, pending)
+        os.close(read)
+
+    def close(self) -> None:
+        """Give descriptor 2 back (the pipe's last writer closes, so the thread drains it and stops)."""
+        os.dup2(self.original, 2)
+        self.thread.join(timeout=2.0)
+
+
+_FILTER: _StderrFilter | None = None
+
+
+def quiet_tensorflow() -> None:
+    """Silence TensorFlow's C++ and Python logging, and filter the native lines nothing else silences.
+
+    Call it before the first ``import tensorflow``: the C++ log level is read once, at import. The
+    level is set to 3 even when the learner set another one (a lower level shows a red ``E0000 ...
+    failed call to cuInit`` line on every CPU-only machine); set ``TFPERF_TF_LOGS=1`` to keep your own
+    level and every native line. Lines printed before TensorFlow's logger starts (oneDNN, CUDA stubs,
+    TF 2.17-2.19's "Unable to register cuDNN factory") and XLA's ``I0000`` lines ignore the level:
+    a filter on file descriptor 2 drops those (see `harmless`) and lets every other line through.
+    """
+    global _FILTER
+    keep = os.environ.get(KEEP_LOGS, "").strip() not in ("", "0")
+    if not keep:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        if _FILTER is None:
+            _FILTER = _StderrFilter()
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(tensorflow|keras|tf_keras)")
@@ -71,8 +144,12 @@ def choose(*, full, reduced):
     return full if profile() == FULL else reduced
 
 
-def hosted() -> str | None:
-    """Name the hosted notebook service this runs on (``"colab"``, ``"kaggle"``) or None locally."""
+def hosted():
+    """Name the hosted notebook service this runs on: "colab", "kaggle", or None on any other machine.
+
+    The one predicate of the course: the setup cell of every lesson carries a copy of this function's
+    source (stamped by ``tfperf-lab release``), because it runs before the course is installed.
+    """
     if "google.colab" in sys.modules or os.environ.get("COLAB_RELEASE_TAG"):
         return "colab"
     if os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
@@ -87,12 +164,22 @@ def _version(package: str) -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=1)
-def _gpus() -> tuple[str, ...] | None:
-    tf = sys.modules.get("tensorflow")
-    if tf is None:  # never import TensorFlow from here: logging must be quieted first
-        return None
-    return tuple(d.name for d in tf.config.list_physical_devices("GPU"))
+_GPUS: tuple[str, ...] | None = None
+
+
+def gpu_names() -> tuple[str, ...] | None:
+    """Names of the physical GPUs TensorFlow sees; None while TensorFlow is not imported yet.
+
+    Never imports TensorFlow (logging must be quieted first). The list is looked up once, after the
+    import, and kept: `tfperf.timing` asks for it on every measurement.
+    """
+    global _GPUS
+    if _GPUS is None:
+        tf = sys.modules.get("tensorflow")
+        if tf is None or not hasattr(tf, "config"):
+            return None
+        _GPUS = tuple(d.name for d in tf.config.list_physical_devices("GPU"))
+    return _GPUS
 
 
 def _cpu_count() -> int:
@@ -107,7 +194,7 @@ def fingerprint() -> dict:
 
     GPUs are listed only once TensorFlow has been imported (``None`` before).
     """
-    gpus = _gpus()
+    gpus = gpu_names()
     return {
         "tensorflow": _version("tensorflow") or _version("tensorflow-cpu"),
         "keras": _version("keras"),

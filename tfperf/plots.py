@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .units import format_seconds
+from .units import UNITS, format_seconds
 from .units import pick_unit as _pick_unit
 
 __all__ = ["comparison", "speedup_vs_time", "speedups", "step_latency"]
@@ -22,6 +22,13 @@ def _axes(ax, size=(6.0, 3.2)):
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=size, layout="constrained")[1]
+
+
+def _unit(unit: str | None, seconds) -> tuple[float, str]:
+    """(scale, name) of ``unit``, or of the unit the median of ``seconds`` reads best in."""
+    if unit is None:
+        return _pick_unit(float(np.median(seconds)))
+    return next(u for u in UNITS if u[1] == unit)
 
 
 def _finish(ax, xlabel: str, ylabel: str, title: str | None = None):
@@ -42,32 +49,67 @@ def _as_row(item) -> tuple[str, float, float, float, float | None]:
     return label, item["speedup"], item["ci"][0], item["ci"][1], item.get("claim_value")
 
 
+SPEEDUP_AXIS = "times faster than its baseline (x): above 1 faster, below 1 slower"
+SPEEDUP_CONVENTION = "each bar: candidate vs baseline, how many times faster the candidate is"
+_VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red", "inconclusive": "tab:gray"}
+_VERDICT_WORDS = {"faster": "faster (interval above 1x)", "slower": "slower (interval below 1x)",
+                  "inconclusive": "no measurable difference"}
+
+
+def _verdict(low: float, high: float, tolerance: float = 0.05) -> str:
+    """The word an interval allows, as `tfperf.timing.Comparison.verdict` chooses it."""
+    return "faster" if low > 1 + tolerance else "slower" if high < 1 / (1 + tolerance) else "inconclusive"
+
+
 def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float | None = None, title: str | None = None):
-    """Horizontal bars of speedups with their confidence intervals.
+    """Horizontal bars of speedups with their confidence intervals, in the course's one convention.
+
+    Every bar reads "candidate vs baseline": how many times faster the candidate is than its
+    baseline (baseline time / candidate time), so 1x is no change and a bar left of the 1x line is
+    a slowdown. The convention is written under the title of every chart. A bar is green only when
+    its whole interval lies above 1x, red when it lies below, grey when the interval reaches 1x
+    (the words `Comparison.describe` uses).
 
     Args:
         results: `Comparison` objects or record dicts (see `tfperf.report`).
         log: Log-scale x axis (speedups from 0.9x to 20x on one figure).
         threshold: Draw the pass line of a graded check.
+        title: What the chart compares; the convention line is added under it.
     """
     rows = [_as_row(item) for item in results]
-    ax = _axes(ax, size=(7.0, 0.45 * len(rows) + 1.2))
+    owned = ax is None
+    ax = _axes(ax, size=(8.0, 0.45 * len(rows) + 2.0))
     y = np.arange(len(rows))
     values = np.array([r[1] for r in rows])
     errors = np.array([[r[1] - r[2] for r in rows], [r[3] - r[1] for r in rows]]).clip(min=0)
-    colors = ["tab:green" if v > 1 else "tab:gray" for v in values]
-    ax.barh(y, values, xerr=errors, color=colors, capsize=3, left=0 if not log else None)
+    verdicts = [_verdict(r[2], r[3]) for r in rows]
+    # bars grow from the 1x line: to the right a speedup, to the left a slowdown
+    ax.barh(y, values - 1.0, left=1.0, color=[_VERDICT_COLORS[v] for v in verdicts])
+    ax.errorbar(values, y, xerr=errors, fmt="none", ecolor="black", capsize=3)
     ax.axvline(1.0, color="black", linewidth=0.8)
     if threshold is not None:
         ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1, label=f"threshold {threshold:g}x")
-        ax.legend(loc="lower right")
     if log:
         ax.set_xscale("log")
     ax.set_yticks(y, [r[0] for r in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("speedup (x, higher is better)")
-    if title:
-        ax.set_title(title)
+    ax.set_xlabel(SPEEDUP_AXIS)
+    ax.set_title(f"{title}\n({SPEEDUP_CONVENTION})" if title else f"({SPEEDUP_CONVENTION})", fontsize="medium")
+    from matplotlib.patches import Patch
+
+    from matplotlib.ticker import FuncFormatter
+
+    times = FuncFormatter(lambda value, _: f"{value:g}x")
+    ax.xaxis.set_major_formatter(times)
+    if log:  # within one decade the minor ticks are the only labels: write them as speedups too
+        span = max([r[3] for r in rows] + [1.0]) / min([r[2] for r in rows if r[2] > 0] + [1.0])
+        ax.xaxis.set_minor_formatter(times if span < 10 else FuncFormatter(lambda value, _: ""))
+    handles = [Patch(color=_VERDICT_COLORS[v], label=_VERDICT_WORDS[v]) for v in dict.fromkeys(verdicts)]
+    handles += ax.get_legend_handles_labels()[0]
+    if owned:  # below the axes, where it covers no bar
+        ax.figure.legend(handles=handles, loc="outside lower center", fontsize="small", ncols=len(handles), frameon=False)
+    else:
+        ax.legend(handles=handles, loc="best", fontsize="small")
     return ax
 
 
@@ -81,29 +123,70 @@ def comparison(result, *, ax=None):
     ax.axhline(1.0, color="black", linewidth=0.8)
     if result.threshold is not None:
         ax.axhline(result.threshold, color="tab:red", linestyle="--", label=f"threshold {result.threshold:g}x")
-    return _finish(ax, "round", f"{result.baseline.label} / {result.candidate.label}")
+    return _finish(ax, "round", f"{SPEEDUP_AXIS.split(':')[0]}\n({result.candidate.label} vs {result.baseline.label})")
 
 
 def step_latency(series: Mapping[str, Sequence[float]], *, x: Mapping[str, Sequence[float]] | None = None,
-                 ax=None, xlabel: str = "step", log: bool = False):
+                 ax=None, xlabel: str = "step", ylabel: str = "time per step", unit: str | None = None, log: bool = False):
     """Seconds per step (or per item) for one or more named series, in one shared unit.
 
     Args:
         series: Label -> seconds per step.
         x: Label -> x values (default: 0, 1, 2, ...), e.g. the op count of a growing graph.
+        ylabel: What one value is, e.g. ``"time per image"``; the unit is added.
+        unit: ``"ms"``, ``"us"``...: one unit for every figure of a lesson (default: from the median).
         log: Log-scale y axis.
     """
     ax = _axes(ax)
-    scale, unit = _pick_unit(float(np.median(np.concatenate([np.asarray(v, float) for v in series.values()]))))
+    scale, unit = _unit(unit, np.concatenate([np.asarray(v, float) for v in series.values()]))
     for label, values in series.items():
         xs = x[label] if x is not None else np.arange(len(values))
         ax.plot(xs, np.asarray(values, float) / scale, label=label, linewidth=1)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"time per step ({unit})")
+    ax.set_ylabel(f"{ylabel} ({unit})")
     if log:
         ax.set_yscale("log")
     ax.legend(loc="best", fontsize="small")
     return ax
+
+
+def growth(seconds: Sequence[float], *, x: Sequence[float] | None = None, window: int = 10, ax=None,
+           unit: str = "ms", xlabel: str = "ops already in the graph", ylabel: str = "time per image", per: int = 1000):
+    """Time per item against a growing size: every item, a rolling median, and the slope between the ends.
+
+    Lesson 02 draws the leaky loop with it. Single items that another program delayed (spikes) would
+    flatten the trend, so the y axis stops above the rolling median and says how many items it leaves
+    out; the straight line joins the medians of the first and the last ``window`` items, the slope the
+    lesson prints, labelled in ``unit`` per ``per`` units of x (ms per 1,000 ops).
+
+    Args:
+        seconds: Seconds per item, in order.
+        x: The size when each item ran (default: 0, 1, 2, ...).
+        window: Items per rolling median and per end of the slope.
+        unit: One unit for the lesson's figures.
+    """
+    values = np.asarray(seconds, float)
+    xs = np.arange(len(values), dtype=float) if x is None else np.asarray(x, float)
+    if len(values) < 2 * window or len(xs) != len(values):
+        raise ValueError(f"growth needs at least 2 * window = {2 * window} items and one x per item; got {len(values)} and {len(xs)}")
+    scale, unit = _unit(unit, values)
+    ax = _axes(ax, size=(7.0, 3.4))
+    rolling = np.array([np.median(values[max(0, i - window // 2): i + window // 2 + 1]) for i in range(len(values))])
+    top = 1.3 * rolling.max() / scale
+    off = int(np.sum(values / scale > top))
+    ax.plot(xs, np.minimum(values / scale, top), ".", color="tab:blue", alpha=0.35, markersize=4,
+            label="one item" + (f" ({off} spikes drawn at the top edge)" if off else ""))
+    ax.plot(xs, rolling / scale, color="tab:blue", linewidth=1.5, label=f"rolling median of {window}")
+    ends = [(xs[:window].mean(), np.median(values[:window])), (xs[-window:].mean(), np.median(values[-window:]))]
+    (x0, y0), (x1, y1) = ends
+    slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
+    ax.plot([x0, x1], [y0 / scale, y1 / scale], "--", color="tab:red", marker="o",
+            label=f"slope between the first and last {window}: {slope * per / scale:.3g} {unit} per {per:,}")
+    ax.set_ylim(0, top * 1.02)
+    return _finish(ax, xlabel, f"{ylabel} ({unit})")
+
+
+__all__.append("growth")
 
 
 def speedup_vs_time(results: Sequence, *, saving: float | None = None, ax=None):
@@ -125,7 +208,7 @@ def speedup_vs_time(results: Sequence, *, saving: float | None = None, ax=None):
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    return _finish(ax, "baseline time per call (ms)", "speedup (x)")
+    return _finish(ax, "baseline time per call (ms)", SPEEDUP_AXIS.split(":")[0] + " (x)")
 
 
 def metric_curves(series: Mapping[str, Sequence[float]], *, x: Sequence[float] | None = None, ax=None,
@@ -247,12 +330,30 @@ def logged_images(images, *, ax=None, title: str | None = None):
 __all__ += ["logged_histograms", "logged_images", "logged_scalars"]
 
 
-def timeline(spans: Mapping[str, Sequence[tuple[float, float]]], *, ax=None, title: str | None = None):
+def stretch(spans: Mapping[str, Sequence[tuple[float, float]]], expected: Mapping[str, float]) -> dict[str, float]:
+    """Median span length over its expected length, per label of ``expected`` (1.0: drawn as long as it is meant to be).
+
+    A loaded machine wakes sleeping threads late, so a 10 ms wait can last 40 ms: a timeline of such
+    spans no longer shows what the code does. Lesson 04 checks this before it draws.
+    """
+    return {label: float(np.median([end - start for start, end in spans[label]])) / seconds
+            for label, seconds in expected.items() if spans.get(label)}
+
+
+__all__.append("stretch")
+
+
+def timeline(spans: Mapping[str, Sequence[tuple[float, float]]], *, ax=None, title: str | None = None,
+             expected: Mapping[str, float] | None = None, tolerance: float = 1.5):
     """Gantt chart of work spans: one row per label (e.g. producer, consumer), one bar per span.
 
     Args:
         spans: Label -> ``(start, end)`` times in seconds (e.g. ``time.perf_counter()`` values).
             Overlapping spans of one label (parallel work) are drawn in extra lanes under it.
+
+        expected: Label -> seconds a span should last (e.g. a 10 ms sleep). When the median span of a
+            label is more than ``tolerance`` times that, the title says so: the machine stretched the
+            spans and the chart cannot show the effect (see `stretch`).
 
     Times are shown in ms from the earliest start. Introduced in lesson 04 (tf.data overlap).
     """
@@ -277,8 +378,13 @@ def timeline(spans: Mapping[str, Sequence[tuple[float, float]]], *, ax=None, tit
     ax.set_yticks(range(len(lanes)), [label for label, _, _ in lanes])
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
+    late = {label: ratio for label, ratio in stretch(spans, expected or {}).items() if ratio > tolerance}
+    if late:
+        warning = "; ".join(f"{label}: {expected[label] * 1e3:.0f} ms spans last {ratio * expected[label] * 1e3:.0f} ms"
+                            for label, ratio in late.items())
+        title = f"{title or ''}\nNOT FAITHFUL, machine too busy ({warning})".strip()
     if title:
-        ax.set_title(title)
+        ax.set_title(title, color="tab:red" if late else "black", fontsize="medium")
     return ax
 
 

@@ -9,8 +9,11 @@ every number is taken the same way:
 * the speedup is the median of the per-round ratios, with a bootstrap confidence interval;
 * rounds are added while the interval is inconclusive, up to a time budget.
 
-Outputs are copied to host memory inside the timed region (``.numpy()``), so asynchronous work is
-counted. The clock is bound when this module is imported: patching ``time.perf_counter`` later
+Asynchronous work is counted: after every timed call the harness copies its outputs to host memory
+(``.numpy()``) and, when TensorFlow is already imported and a GPU exists (or eager execution was made
+asynchronous), waits for every device with ``tf.test.experimental.sync_devices()``, whatever the call
+returned. A function returning ``None`` on a GPU is therefore timed to the end of its kernels, not to
+their dispatch. On a CPU nothing extra runs: the harness never imports TensorFlow itself. The clock is bound when this module is imported: patching ``time.perf_counter`` later
 changes nothing here. Introduced in lesson 01.
 
 Vocabulary: *sample* (one timed measurement), *number* (calls per sample), *rounds* (paired
@@ -22,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -33,7 +37,7 @@ from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
 
-__all__ = ["Comparison", "TimingResult", "compare", "format_seconds", "measure"]
+__all__ = ["Comparison", "TimingResult", "compare", "device_wait", "format_seconds", "measure"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,11 +233,39 @@ def _block(value) -> None:
             _block(item)
 
 
-def _caller(fn: Callable, inputs: Sequence | Callable[[int], Any] | None, sync: bool) -> Callable[[], None]:
+def device_wait() -> Callable[[], None] | None:
+    """The call that waits for every device to finish its queued work, or None when nothing can be pending.
+
+    TensorFlow queues work asynchronously on a GPU (and on any device after
+    ``tf.config.experimental.set_synchronous_execution(False)``): an op returns when it is dispatched,
+    not when it is done. Then this returns ``tf.test.experimental.sync_devices`` (TensorFlow 2.14 and
+    later), guarded so it runs only in eager mode: a TF1 ``Session.run`` already returns finished
+    results, and the function raises outside eager mode. Without TensorFlow imported, or on a CPU
+    with synchronous execution, it returns None: the harness stays free there. Introduced in lesson 08.
+    """
+    tf = sys.modules.get("tensorflow")
+    sync = getattr(getattr(getattr(tf, "test", None), "experimental", None), "sync_devices", None)
+    if sync is None:
+        return None
+    config = tf.config.experimental
+    asynchronous = hasattr(config, "get_synchronous_execution") and not config.get_synchronous_execution()
+    if not (_env.gpu_names() or asynchronous):
+        return None
+
+    def wait() -> None:
+        if tf.executing_eagerly():
+            sync()
+
+    return wait
+
+
+def _caller(fn: Callable, inputs: Sequence | Callable[[int], Any] | None, sync: bool,
+            wait: Callable[[], None] | None = None) -> Callable[[], None]:
     """Return a no-argument call of ``fn`` fed from ``inputs``.
 
     ``inputs`` is a sequence of argument tuples, cycled through, or a function of the call index
-    returning a fresh argument tuple for every call (so no answer can serve a cached result).
+    returning a fresh argument tuple for every call (so no answer can serve a cached result). With
+    ``sync`` every call copies its outputs to the host, then calls ``wait`` (see `device_wait`).
     """
     if not callable(fn):
         raise TypeError(f"expected a callable, got {type(fn).__name__}; pass the function itself, e.g. compare(lambda: step(x), ...)")
@@ -254,6 +286,8 @@ def _caller(fn: Callable, inputs: Sequence | Callable[[int], Any] | None, sync: 
             out = fn(*(args if isinstance(args, tuple) else (args,)))
         if sync:
             _block(out)
+            if wait is not None:
+                wait()
 
     return call
 
@@ -286,7 +320,7 @@ def _bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resampl
 
 def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = 3,
             repeats: int = 10, number: int | None = None, sample_time: float = 0.02, sync: bool = True,
-            clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
+            wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
     """Time one callable: warm-up, then ``repeats`` samples of ``number`` calls each.
 
     Args:
@@ -297,7 +331,10 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
         warmup: Discarded calls before timing (tracing happens here).
         repeats: Number of samples.
         number: Calls per sample; calibrated to ``sample_time`` when None.
-        sync: Copy outputs to the host inside the timed region.
+        sync: Finish asynchronous work inside the timed region: copy outputs to the host and wait
+            for the devices after every call.
+        wait: The device wait called after every call (default: `device_wait`, chosen when
+            timing starts; tests pass a fake).
         clock: Seconds clock, for tests (default ``time.perf_counter``, bound at import).
         **metadata: Stored with the result.
 
@@ -307,7 +344,7 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1; got {repeats}")
     clock = clock or _CLOCK
-    call = _caller(fn, inputs, sync)
+    call = _caller(fn, inputs, sync, wait or device_wait())
     warm = tuple(_run(call, 1, clock) for _ in range(warmup))
     number = _calibrate(call, clock, sample_time, number)
     samples = tuple(_run(call, number, clock) for _ in range(repeats))
@@ -318,7 +355,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
             inputs: Sequence | Callable[[int], Any] | None = None, threshold: float | None = None, warmup: int = 3,
             min_rounds: int = 10, max_rounds: int = 200, budget: float = 5.0, sample_time: float = 0.02,
             confidence: float = 0.95, tolerance: float = 0.05, sync: bool = True,
-            clock: Callable[[], float] | None = None, seed: int = 0, **metadata) -> Comparison:
+            wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None, seed: int = 0,
+            **metadata) -> Comparison:
     """Measure how many times faster ``candidate`` is than ``baseline``, paired and interleaved.
 
     After ``min_rounds`` paired rounds the median ratio's bootstrap interval is checked. With a
@@ -338,7 +376,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         sample_time: Target seconds per sample, used to calibrate calls per sample.
         confidence: Level of the bootstrap interval.
         tolerance: Relative difference that counts as none for `Comparison.verdict`.
-        sync: Copy outputs to host inside the timed region.
+        sync: Finish asynchronous work inside the timed region (outputs to host, then the device wait).
+        wait: The device wait called after every call (default: `device_wait`; tests pass a fake).
         clock: Seconds clock, for tests.
         seed: Seed of the bootstrap.
         **metadata: Stored with both timing results.
@@ -353,7 +392,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
     clock = clock or _CLOCK
     began = clock()
-    calls = (_caller(baseline, inputs, sync), _caller(candidate, inputs, sync))
+    wait = wait or device_wait()
+    calls = (_caller(baseline, inputs, sync, wait), _caller(candidate, inputs, sync, wait))
     warm = ([], [])
     for _ in range(warmup):
         for side in (0, 1):

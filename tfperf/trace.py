@@ -19,10 +19,11 @@ import re
 from typing import Iterable, Sequence
 
 __all__ = [
-    "OpRow", "OpTable", "TraceError", "TraceEvent", "chrome_events", "find_xplane", "op_table",
-    "plot_timeline", "timeline_trace", "xplane_events",
+    "HOST_PLANE", "OpRow", "OpTable", "TraceError", "TraceEvent", "chrome_events", "find_xplane", "host_plane",
+    "op_table", "plot_timeline", "timeline_trace", "xplane_events",
 ]
 
+HOST_PLANE = "/host:CPU"  # the XPlane of the host's threads; GPUs and TPUs get "/device:GPU:0"... planes, in any order
 _DEVICE_PREFIX = re.compile(r"^/job:[^/]+/replica:\d+/task:\d+/device:")
 _TF_OP = re.compile(r"^([^:]+):([A-Za-z_][A-Za-z0-9_]*)$")  # XPlane names a TF op "node_name:OpType"
 
@@ -37,7 +38,8 @@ class TraceEvent:
 
     Attributes:
         name: The node name (``"dense/MatMul"``), or the event name when the trace has none.
-        op: The op type (``"MatMul"``, ``"PyFunc"``, ``"_MklMatMul"`` for oneDNN kernels).
+        op: The op type (``"MatMul"``, ``"PyFunc"``; on x86 CPUs with oneDNN some kernels are
+            renamed ``_Mkl...``, e.g. ``"_MklMatMul"``: compare op types per device, never across builds).
         device: Where it ran, e.g. ``"CPU:0 Compute"`` (TF1 timeline) or ``"/host:CPU"`` (XPlane).
         thread: The thread or stream lane inside the device.
         start: Seconds since the first event of the trace.
@@ -150,8 +152,42 @@ def _lane_names(names: Iterable[str]) -> list[str]:
     return lanes
 
 
+def host_plane(space):
+    """The host's plane of an ``XSpace`` (named ``"/host:CPU"``), wherever it sits among the planes.
+
+    A GPU machine's trace may list ``/device:GPU:0`` first: never take ``space.planes[0]``.
+
+    Raises:
+        TraceError: The trace has no host plane; the message lists the planes it has.
+    """
+    for plane in space.planes:
+        if plane.name == HOST_PLANE:
+            return plane
+    raise TraceError(f"no {HOST_PLANE!r} plane in this trace; it has {[plane.name for plane in space.planes]}")
+
+
+def _space_events(space, ops_only: bool) -> list[tuple]:
+    """(name, op, plane, lane, start ps, duration ps) of every event kept, before the host/device merge."""
+    raw = []
+    for plane in space.planes:
+        lanes = _lane_names(line.display_name or line.name for line in plane.lines)
+        for line, lane in zip(plane.lines, lanes):
+            for event in line.events:
+                op = _xplane_op(plane, event)
+                if op is None and ops_only:
+                    continue
+                name, kind = op or (plane.event_metadata[event.metadata_id].name,) * 2
+                raw.append((name, kind, plane.name, lane, line.timestamp_ns * 1e3 + event.offset_ps, event.duration_ps, op is not None))
+    return raw
+
+
 def xplane_events(source: str | os.PathLike, *, ops_only: bool = True) -> list[TraceEvent]:
     """Read a TF2 profiler trace (``*.xplane.pb``, or the logdir holding one) into records.
+
+    Each op is counted once. An op that ran on a device (a GPU's kernels, named by their ``tf_op``
+    stat) also leaves an event on the host plane: the time the host took to *launch* it, which
+    overlaps the device's time. Those host events are dropped, so `op_table` sums execution time
+    only, never launch and execution twice. Ops that ran on the CPU keep their host events.
 
     Args:
         source: The ``.xplane.pb`` file, or a logdir searched with `find_xplane`.
@@ -165,21 +201,13 @@ def xplane_events(source: str | os.PathLike, *, ops_only: bool = True) -> list[T
 
     path = pathlib.Path(source)
     path = find_xplane(path) if path.is_dir() else path
-    space = xplane_pb2.XSpace.FromString(path.read_bytes())
-    raw = []
-    for plane in space.planes:
-        lanes = _lane_names(line.display_name or line.name for line in plane.lines)
-        for line, lane in zip(plane.lines, lanes):
-            for event in line.events:
-                op = _xplane_op(plane, event)
-                if op is None and ops_only:
-                    continue
-                name, kind = op or (plane.event_metadata[event.metadata_id].name,) * 2
-                raw.append((name, kind, plane.name, lane, line.timestamp_ns * 1e3 + event.offset_ps, event.duration_ps))
+    raw = _space_events(xplane_pb2.XSpace.FromString(path.read_bytes()), ops_only)
+    on_device = {r[0] for r in raw if r[6] and r[2] != HOST_PLANE}
+    raw = [r for r in raw if not (r[6] and r[2] == HOST_PLANE and r[0] in on_device)]
     if not raw:
         raise TraceError(f"{path} holds no TensorFlow op events: profile at least one step between start() and stop()")
     origin = min(r[4] for r in raw)
-    records = [TraceEvent(n, k, d, t, (s - origin) / 1e12, ps / 1e12) for n, k, d, t, s, ps in raw]
+    records = [TraceEvent(n, k, d, t, (s - origin) / 1e12, ps / 1e12) for n, k, d, t, s, ps, _ in raw]
     return sorted(records, key=lambda r: (r.start, r.device, r.thread))
 
 

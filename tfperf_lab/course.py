@@ -221,9 +221,24 @@ class WorkFolder:
     def sandboxes(self) -> pathlib.Path:
         return self.root / "sandbox"
 
+    @property
+    def has_gradebook(self) -> bool:
+        return (self.root / "gradebook.db").exists()
+
     def submitted(self, student: str, lesson_id: str) -> pathlib.Path:
         """The staged notebook nbgrader autogrades."""
         return self.root / "submitted" / student / lesson_id / f"{lesson_id}.ipynb"
+
+    def submitted_folders(self, lesson_id: str) -> list[pathlib.Path]:
+        """``submitted/<student>/<lesson>/`` of every student with a submission of the lesson."""
+        return sorted((self.root / "submitted").glob(f"*/{lesson_id}"))
+
+    def autograded_students(self, lesson_id: str) -> list[str]:
+        return sorted(p.parent.name for p in (self.root / "autograded").glob(f"*/{lesson_id}"))
+
+    def collected(self, student: str, lesson_id: str) -> pathlib.Path:
+        """The exchange's copy of a submission as it arrived (``collected/<student>/<lesson>/``)."""
+        return self.root / "collected" / student / lesson_id
 
     def autograded(self, student: str, lesson_id: str) -> pathlib.Path:
         return self.root / "autograded" / student / lesson_id / f"{lesson_id}.ipynb"

@@ -143,7 +143,7 @@ class Instructor:
         self.run("generate_assignment", lesson_id, "--force")
 
     def _registered(self, lesson_id: str) -> bool:
-        if not (self.work.root / "gradebook.db").exists():
+        if not self.work.has_gradebook:
             return False
         with Gradebook(self.work.gradebook_url, course_id=self.course_id) as gradebook:
             try:
@@ -165,11 +165,11 @@ class Instructor:
         extra = ["--update"] + ([] if self.check_owner else ["--ExchangeCollect.check_owner=False"])
         self.run("collect", lesson_id, *extra)
         collected: dict[str, list[str] | untrusted.UntrustedInput] = {}
-        for folder in sorted((self.work.root / "submitted").glob(f"*/{lesson_id}")):
+        for folder in self.work.submitted_folders(lesson_id):
             if (folder / STAGED_MARKER).exists():
                 continue  # collected and staged before; nothing newer in the exchange
             student = folder.parent.name
-            raw = self.work.root / "collected" / student / lesson_id
+            raw = self.work.collected(student, lesson_id)
             if raw.exists():
                 shutil.rmtree(raw)
             shutil.copytree(folder, raw, symlinks=True)
@@ -180,7 +180,7 @@ class Instructor:
     def staged(self, lesson_id: str, *, pending_only: bool = False) -> list[str]:
         """Students whose submission is staged for grading; ``pending_only``: not yet graded since it arrived."""
         students = []
-        for folder in sorted((self.work.root / "submitted").glob(f"*/{lesson_id}")):
+        for folder in self.work.submitted_folders(lesson_id):
             notebook = folder / f"{lesson_id}.ipynb"
             if not (folder / STAGED_MARKER).exists() or not notebook.exists():
                 continue
@@ -220,7 +220,7 @@ class Instructor:
         results = [SubmissionResult(student, lesson_id, error=str(notes))
                    for student, notes in collected.items() if isinstance(notes, Exception)]
         for student in self.staged(lesson_id, pending_only=not everyone):
-            staged = self._stage(self.work.root / "collected" / student / lesson_id, student, lesson_id, write=False)
+            staged = self._stage(self.work.collected(student, lesson_id), student, lesson_id, write=False)
             if isinstance(staged, Exception):
                 results.append(SubmissionResult(student, lesson_id, error=str(staged)))
                 continue
@@ -238,7 +238,7 @@ class Instructor:
         submitted through the exchange) must all get feedback, or :class:`ExchangeStepError` says who did not.
         """
         lesson_id = self.course.lesson(lesson_id).id
-        autograded = sorted(p.parent.name for p in (self.work.root / "autograded").glob(f"*/{lesson_id}"))
+        autograded = self.work.autograded_students(lesson_id)
         through_exchange = [name for name in autograded if (self.work.autograded(name, lesson_id).parent / "submission_secret.txt").exists()]
         others = sorted(set(autograded) - set(through_exchange))
         exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []

@@ -3,9 +3,13 @@
 - ``colab-badge``: "Open in Colab" and "Open in Kaggle" links to the student version of the lesson,
   built from ``[tool.tfperf] repository`` and ``branch`` in ``pyproject.toml`` (change them there
   when you fork the course, then run ``tfperf-lab release``).
-- ``setup``: the first code cell. On Colab or Kaggle it installs the course helpers from that
-  repository (``--no-deps``: TensorFlow and the rest are preinstalled there); elsewhere it only imports
-  them. Then ``tfperf.env.setup()`` reports versions, the device and how to switch on a GPU.
+- ``setup-help``: the markdown cell just before the setup cell, saying what to do when it fails, locally
+  and on Colab or Kaggle (Kaggle's Internet switch).
+- ``setup``: the first code cell. On Colab or Kaggle (``tfperf.env.hosted``, whose source the cell
+  carries, so the cell and the library decide alike) it installs the course helpers from that
+  repository (``--no-deps``: TensorFlow and the rest are preinstalled there), and a failed install ends
+  in one message naming the fix; elsewhere it only imports them. Then ``tfperf.env.setup()`` reports
+  versions, the device and how to switch on a GPU.
 - read-only code cells (the baselines speed checks time) open with `READ_ONLY_NOTE`, saying what the
   grader does with them.
 - ``self-check-heading`` / ``self-check``: the last cells, a per-exercise table of the visible tests
@@ -35,10 +39,37 @@ import os
 import subprocess
 import sys
 
-if importlib.util.find_spec("tfperf") is None and ("google.colab" in sys.modules or "KAGGLE_KERNEL_RUN_TYPE" in os.environ):
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "{install}"], check=True)
+
+{hosted}
+
+
+if importlib.util.find_spec("tfperf") is None and hosted():
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "{install}"],
+                               capture_output=True, text=True)
+    if installed.returncode != 0:
+        lines = installed.stderr.strip().splitlines() or ["no message from pip"]
+        reason = next((line.strip() for line in lines if line.strip().startswith(("fatal:", "ERROR:"))), lines[-1].strip())
+        advice = {advice}
+        raise RuntimeError(f"Could not install the course helpers from {url} ({{reason}}). {{advice[hosted()]}}") from None
 '''
+# What to do when the hosted install fails, per service (the setup cell's last message).
+INSTALL_ADVICE = {
+    "kaggle": ("Kaggle notebooks start offline: in the editor's right-hand panel open Session options and switch "
+               "Internet on (Kaggle asks once for a verified phone number), then run this cell again."),
+    "colab": ("Check that the runtime is connected and that the repository opens in a browser, then run this cell "
+              "again (Runtime > Restart session if it keeps failing)."),
+}
+SETUP_HELP = """\
+If the next cell fails: on your own computer, install the course first (`pip install -e .` in the course
+folder, see the README). On Colab and Kaggle the cell installs the course helpers itself; on Kaggle, switch
+**Internet** on first (Session options in the editor's right-hand panel), since Kaggle notebooks start offline."""
+SETUP_HELP = """\
+If the next cell fails: on your own computer, install the course first (`pip install -e .` in the course
+folder, see the README). On Colab and Kaggle the cell installs the course helpers itself and ends with one
+message saying what to do if that fails; on Kaggle, switch **Internet** on first (Session options, in the
+editor's right-hand panel): Kaggle notebooks start offline."""
+# The sentence lessons used to carry by hand before `SETUP_HELP` (wrong on Colab and Kaggle); stamping removes it.
+LEGACY_SETUP_HELP = re.compile(r"\s*If this cell fails, install the course first:\s+`pip install -e \.`\s+in the course folder\s+\(see the README\)\.")
 SUMMARY_HEADING = """\
 ## Self-check summary
 
@@ -80,7 +111,17 @@ def badge_source(lesson_id: str, where: tuple[str, str]) -> str:
 
 
 def setup_source(where: tuple[str, str]) -> str:
-    return HOSTED_INSTALL.format(install=install_spec(where)) + "\nimport tfperf\n\n" + SETUP_CALL
+    """The setup cell: `tfperf.env.hosted`'s own source (one predicate for the cell and the library), the
+    hosted install with one readable error, then the import and `tfperf.env.setup`."""
+    import inspect
+
+    from tfperf import env
+
+    repository, _ = where
+    advice = "{\n" + "".join(f"            {_quoted(k)}: {_quoted(v)},\n" for k, v in INSTALL_ADVICE.items()) + "        }"
+    cell = HOSTED_INSTALL.format(hosted=inspect.getsource(env.hosted).rstrip(), install=install_spec(where),
+                                 url=f"https://github.com/{repository}", advice=advice)
+    return cell + "\nimport tfperf\n\n" + SETUP_CALL
 
 
 _text = notebook.source
@@ -150,6 +191,14 @@ def stamped(nb: dict, where: tuple[str, str]) -> dict:
     if at is None:
         raise ValueError(f"{lesson_id}: no setup cell (a code cell with {SETUP_CALL!r}) to stamp")
     nb["cells"][at]["id"], nb["cells"][at]["source"] = "setup", setup_source(where)
+    helper = _find(nb, "setup-help")
+    if helper is not None and helper != at - 1:
+        nb["cells"].pop(helper)
+        at = _setup_index(nb)
+    if at > 0 and nb["cells"][at - 1]["cell_type"] == "markdown" and nb["cells"][at - 1].get("id") != "setup-help":
+        before = nb["cells"][at - 1]
+        before["source"] = LEGACY_SETUP_HELP.sub("", _text(before))
+    put("setup-help", "markdown", SETUP_HELP, at)
     for cell in nb["cells"]:
         if notebook.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE):
             cell["source"] = READ_ONLY_NOTE + "\n" + _text(cell)
@@ -162,7 +211,7 @@ def stamped(nb: dict, where: tuple[str, str]) -> dict:
     return nb
 
 
-SHARED = ("colab-badge", "setup", "self-check-heading", "self-check")
+SHARED = ("colab-badge", "setup-help", "setup", "self-check-heading", "self-check")
 
 
 def _place(nb: dict, cell_id: str) -> tuple[int, str] | None:

@@ -15,6 +15,8 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
 
+from . import notebook
+
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 64
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,63}$")
@@ -137,15 +139,14 @@ class CapOutputs(NbGraderPreprocessor):
             return cell, resources
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
-                output["text"] = _cut(output.get("text", "") if isinstance(output.get("text"), str) else "".join(output.get("text", [])),
-                                      self.max_text_bytes)
+                output["text"] = _cut(notebook.text(output.get("text")), self.max_text_bytes)
             elif output.get("output_type") == "error":
                 output["evalue"] = _cut(str(output.get("evalue", "")), self.max_text_bytes)
                 output["traceback"] = [_cut(str(line), self.max_text_bytes) for line in output.get("traceback", [])[:100]]
             elif "data" in output:
                 for key in list(output["data"]):
                     value = output["data"][key]
-                    value = value if isinstance(value, str) else json.dumps(value) if not isinstance(value, list) else "".join(value)
+                    value = notebook.text(value) if isinstance(value, (str, list)) else json.dumps(value)
                     if key.startswith("text/"):
                         output["data"][key] = _cut(value, self.max_text_bytes)
                     elif len(value) > self.max_data_bytes:
