@@ -155,7 +155,9 @@ def test_describe_finds_no_measurable_difference_between_equal_functions(clock):
 def test_describe_follows_the_verdict_not_the_median():
     # A median of 1.48x whose interval reaches 1x is not "faster"; a 0.69x whose interval stays below 1/1.05 is "slower".
     wide = timing.Comparison(make_result("serial"), make_result("overlap"), (1.48,), (1.0, 2.36))
-    assert "no measurable difference" in wide.describe()
+    assert "too noisy to tell on this run" in wide.describe() and "faster" not in wide.describe()
+    close = timing.Comparison(make_result("serial"), make_result("overlap"), (1.02,), (0.98, 1.06))
+    assert "no measurable difference on this run" in close.describe()
     narrow = timing.Comparison(make_result("serial"), make_result("parallel"), (0.69,), (0.50, 0.93))
     assert "slower on this run" in narrow.describe()
 
@@ -166,6 +168,12 @@ def test_describe_calls_an_effect_fragile_when_the_course_runs_straddle_one(cloc
     steady = result.describe(seen=(1.8, 2.2))
     assert "fragile" not in steady and steady.endswith("The course's runs measured 1.8-2.2x.")
     assert "(this run falls outside that range)" in result.describe(seen=(5.0, 8.0))
+
+
+def test_describe_writes_ranges_as_people_do(clock):
+    result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
+    assert result.describe(seen=(146.0, 255.0)).endswith("The course's runs measured 146-255x (this run falls outside that range).")
+    assert "measured 1.08-1.12x" in result.describe(seen=(1.08, 1.12))
 
 
 def test_harness_waits_for_the_device_after_every_call_whatever_it_returns(clock):

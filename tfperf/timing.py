@@ -110,6 +110,11 @@ class TimingResult:
         printer.text(self.summary())
 
 
+def _ratio(value: float) -> str:
+    """A speedup as people write it: 0.69, 1.3, 24, 180 (three significant figures at most, never 1e+02)."""
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Comparison:
     """A paired comparison of a baseline and a candidate (see `compare`).
@@ -169,18 +174,23 @@ class Comparison:
             A sentence such as ``"parallel map against sequential map: 0.69x (95% CI 0.50-0.93x): slower on this run."``
         """
         low, high = self.ci
-        words = {"faster": "faster on this run", "slower": "slower on this run"}.get(
-            self.verdict, f"no measurable difference on this run (the interval reaches within {self.tolerance:.0%} of 1x)")
+        if self.verdict in ("faster", "slower"):
+            words = f"{self.verdict} on this run"
+        elif high / low > 1.5:
+            words = "too noisy to tell on this run (the interval is wide and reaches 1x): run it again on a quieter machine"
+        else:
+            words = f"no measurable difference on this run (the interval reaches within {self.tolerance:.0%} of 1x)"
         sentence = (f"{self.candidate.label} against {self.baseline.label}: {self.speedup:.2f}x "
                     f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x): {words}.")
         if seen is None:
             return sentence
         least, most = seen
+        span = f"{_ratio(least)}-{_ratio(most)}x"
         if least < 1 < most:
-            return (f"{sentence} A fragile effect: the course's runs measured {least:.2g}-{most:.2g}x, faster on some "
-                    "and slower on others, so one run decides nothing.")
+            return (f"{sentence} A fragile effect: the course's runs measured {span}, faster on some and slower on others, "
+                    "so one run decides nothing.")
         outside = " (this run falls outside that range)" if self.speedup < least or self.speedup > most else ""
-        return f"{sentence} The course's runs measured {least:.2g}-{most:.2g}x{outside}."
+        return f"{sentence} The course's runs measured {span}{outside}."
 
     @property
     def passed(self) -> bool:
