@@ -55,7 +55,8 @@ def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_
     block = readme.flake_block(COURSE, tmp_path)
     assert "One worker: 1 false failures in 20 reference runs of 1 speed checks; 1 false passes in 20 runs of 1 unoptimized answers." in block
     assert f"`{other}`" not in block
-    assert "| 1 | 1 | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block and "| 2 | 0 | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
+    assert "| 1 | 1 | no sandbox (before it existed) | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block
+    assert "| 2 | 0 | no sandbox (before it existed) | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
 
 
 def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check():

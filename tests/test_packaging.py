@@ -74,3 +74,10 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     assert text.startswith(f"before\n{start}\n") and text.endswith(f"{end}\nafter\n") and "old" not in text
     assert "| 01 | fast | 6.50x (5.00-7.25) | 1 ms |" in text and "| 01 | error: cell 3: ValueError: boom | | |" in text
     assert "2 CPU cores, no GPU, TensorFlow 2.21.0: 1 lesson in 1.5 min" in text
+
+
+def test_readme_grading_overhead_is_the_committed_benchmark():
+    assert readme.current(COURSE, "overhead") == readme.generate(COURSE, "overhead"), \
+        "README overhead block is stale: run `python benchmarks/grading_overhead.py --readme`"
+    summary = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
+    assert [row["lesson"] for row in summary["rows"]] == [lesson.id for lesson in COURSE.lessons]

@@ -12,6 +12,12 @@ from tfperf_lab import batch, sandbox
 needs_bwrap = pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None, reason="bubblewrap cannot run here")
 
 
+def _cgroups() -> bool:
+    probe = sandbox._Cgroup("probe", sandbox.Limits())
+    probe.remove()
+    return probe.kind != "none"
+
+
 def _run(tmp_path, *sources, **limits):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -69,3 +75,10 @@ def test_a_cell_over_its_time_limit_is_interrupted_and_the_next_cell_runs(tmp_pa
     first, second = outcome.notebook["cells"]
     assert [o.get("ename") for o in first["outputs"] if o["output_type"] == "error"][:1] in (["CellTimeoutError"], ["KeyboardInterrupt"])
     assert "after" in "".join(o.get("text", "") for o in second["outputs"])
+
+
+@needs_bwrap
+@pytest.mark.skipif(not _cgroups(), reason="no writable cgroup for memory limits here")
+def test_a_notebook_over_its_memory_is_stopped_and_said_so(tmp_path):
+    outcome = _run(tmp_path, "block = bytearray(1536 * 2**20)\nblock[::4096] = b'x' * len(block[::4096])", memory_mb=512)
+    assert outcome.notebook is None and "more than its 512 MiB of memory" in (outcome.problem or ""), (outcome.problem, outcome.log[-500:])

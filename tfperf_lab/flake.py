@@ -140,12 +140,12 @@ def wrong(rows: list[dict]) -> int:
     return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
 
 
-def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path) -> None:
-    """Write one campaign's rows with its conditions, as committed under docs/flake/."""
+def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap") -> None:
+    """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
     import datetime
 
     summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "workers": workers,
-               "runs": runs, "rows": rows}
+               "runs": runs, "sandbox": sandbox, "rows": rows}
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 

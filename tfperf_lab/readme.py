@@ -92,14 +92,15 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
     lines += ["", f"One worker: {sum(r['runs'] - r['passed'] for r in reference)} false failures in {sum(r['runs'] for r in reference)} "
                   f"reference runs of {len(reference)} speed checks; {sum(r['passed'] for r in unoptimized)} false passes in "
                   f"{sum(r['runs'] for r in unoptimized)} runs of {len(unoptimized)} unoptimized answers."]
-    lines += ["", "| workers | busy cores beside | lessons | reference runs | false failures | smallest margin (lowest bound / threshold) | "
-                  "slowest decision | notebooks a minute | per core |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    by_conditions: dict[tuple[int, int], list[dict]] = {}
-    for campaign in campaigns:
-        by_conditions.setdefault((campaign["workers"], campaign["hogs"]), []).append(campaign)
+    lines += ["", "| workers | busy cores beside | grading | lessons | reference runs | false failures | "
+                  "smallest margin (lowest bound / threshold) | slowest decision | notebooks a minute | per core |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    by_conditions: dict[tuple[int, int, str], list[dict]] = {}
+    for campaign in campaigns:  # campaigns before the sandbox record no "sandbox": their kernels ran beside the grader
+        key = (campaign["workers"], campaign["hogs"], campaign.get("sandbox", "no sandbox (before it existed)"))
+        by_conditions.setdefault(key, []).append(campaign)
     with_checks = [lesson for lesson in course.lessons if lesson.speed_checks()]
-    for (workers, hogs), group in sorted(by_conditions.items()):
+    for (workers, hogs, isolation), group in sorted(by_conditions.items()):
         reference = [r for c in group for r in c["rows"] if r["answer"] == "reference"]
         lessons = sorted({r["lesson"][:2] for r in reference})
         every = len(lessons) == len(with_checks)
@@ -110,7 +111,8 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
         per_minute = 60 / statistics.median(seconds.values())
         cores = (group[0].get("cpu_count") or 2) - hogs
         decision = f"{slowest['elapsed_max']:.1f} s ({slowest['lesson'][:2]})" if slowest.get("elapsed_max") else "-"
-        lines.append(f"| {workers} | {hogs} | {'all ' + str(len(lessons)) if every else ', '.join(lessons)} | {sum(r['runs'] for r in reference)} | "
+        lines.append(f"| {workers} | {hogs} | {isolation} | {'all ' + str(len(lessons)) if every else ', '.join(lessons)} | "
+                     f"{sum(r['runs'] for r in reference)} | "
                      f"{sum(r['runs'] - r['passed'] for r in reference)} | {margin['ci_low_min'] / margin['threshold']:.2f} ({margin['lesson'][:2]}) | "
                      f"{decision} | {per_minute:.1f} | {per_minute / max(cores, 1):.1f} |")
     return "\n".join(lines)

@@ -209,8 +209,6 @@ class _Cgroup:
                         key, _, value = line.partition(" ")
                         if key == word and value.strip() not in ("", "0"):
                             return True
-            if (folder / "memory.failcnt").exists() and (folder / "memory.failcnt").read_text().strip() not in ("", "0"):
-                return True
         return False
 
     def remove(self) -> None:
@@ -346,7 +344,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     problem = None
     if timed_out:
         problem = f"the notebook did not finish within {limits.wall_seconds:.0f} s and was stopped"
-    elif out_of_memory:
+    elif out_of_memory and (process.returncode != 0 or executed is None):
         problem = f"the notebook used more than its {limits.memory_mb} MiB of memory and was stopped"
     elif process.returncode == 3 or "DeadKernelError" in log or "Kernel died" in log:
         problem = "the kernel died while running the notebook (os._exit, a crash or out of memory)"
