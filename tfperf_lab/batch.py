@@ -111,7 +111,7 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
             result.feedback = feedback(course, work, staged.lesson.id, staged.student)
         except RuntimeError as error:
             result.notes.append(str(error))
-    score.save_state(work, staged, result)
+    save_state(work, staged, result)
     result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
                      "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
                      "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),
@@ -137,6 +137,14 @@ def _walk(folder: pathlib.Path):
     for root, dirs, files in os.walk(folder, followlinks=False):
         dirs[:] = [d for d in dirs if not pathlib.Path(root, d).is_symlink()]
         yield from (pathlib.Path(root, name) for name in files if name.endswith(".ipynb"))
+
+
+def save_state(work: WorkFolder, staged: stage.Staged, result: SubmissionResult) -> pathlib.Path:
+    """What was graded from which file, so a stopped run resumes without grading it again."""
+    state = work.state(staged.student, staged.lesson.id)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "result": result.to_dict()}), encoding="utf-8")
+    return state
 
 
 def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionResult | None:

@@ -9,8 +9,6 @@ one, and never from inside a sandbox).
 
 from __future__ import annotations
 
-import json
-import pathlib
 
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -123,11 +121,3 @@ def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: Submiss
         grade = gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student)
         grade.auto_score = 0.0
         cell.score, cell.status, cell.message = 0.0, "failed", f"speed points withheld: {reason}"
-
-
-def save_state(work: WorkFolder, staged: Staged, result: SubmissionResult) -> pathlib.Path:
-    """What was graded from which file, so a stopped run resumes without grading it again."""
-    state = work.state(staged.student, staged.lesson.id)
-    state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "result": result.to_dict()}), encoding="utf-8")
-    return state
