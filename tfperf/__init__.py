@@ -7,7 +7,7 @@ cells that report themselves where nbgrader does not run), `report` (measurement
 records) and `units` (durations formatted for people). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, events, plots, report, selfcheck, timing, trace, units
+from . import checks, data, env, events, link, plots, report, selfcheck, timing, trace, units
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -27,6 +27,7 @@ __all__ = [
     "data",
     "env",
     "events",
+    "link",
     "load_mnist",
     "measure",
     "plots",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 import re
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import report, selfcheck, timing
+from . import link, report, selfcheck, timing
 
 __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls", "harness_problems"]
 
@@ -141,23 +142,42 @@ def harness_problems() -> list[str]:
 
 
 def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, labels: tuple[str, str] = ("baseline", "your version"),
-                   inputs: Sequence | None = None, name: str | None = None, hint: str = "", **options) -> None:
+                   draw: Callable[[np.random.Generator], Any] | None = None, inputs: Sequence | Callable[[int], Any] | None = None,
+                   observe: Callable[[Any], Any] | None = None, rtol: float = 1e-4, atol: float = 1e-6, name: str | None = None,
+                   hint: str = "", **options) -> None:
     """Check that ``candidate`` is at least ``at_least`` times faster than ``baseline``.
 
-    Measured with `tfperf.timing.compare` (paired, interleaved, after warm-up); passes when the
-    confidence interval's lower bound clears ``at_least``. Prints the one-line summary and records
-    the measurement under ``name`` for the grading report. Returns None, so it can end a test cell.
+    While you work, this measures here with `tfperf.timing.compare` (paired, interleaved, after warm-up) and passes
+    when the confidence interval's lower bound clears ``at_least``. When the notebook is graded, the grader measures
+    instead (`tfperf.link`): your kernel serves ``candidate``, a clean process running the instructor's code serves
+    ``baseline``, the grader times both with its own clock on inputs it draws, checks that your outputs match the
+    clean process's, and decides; this call prints the grader's numbers and fails when the grader's verdict does.
+
+    Args:
+        draw: ``draw(rng) -> arguments`` of one call, from a ``numpy.random.Generator``: every timed call gets new
+            arguments, so no answer can serve a remembered result. Graded checks use it.
+        inputs: Argument tuples cycled through, or a function of the call index (self-checks only).
+        observe: ``observe(output) -> what must match`` between the two sides (default: the whole output).
+        rtol, atol: How close the candidate's observed outputs must be to the baseline's on the same inputs.
 
     Raises:
         AssertionError: with the measured speedup and its interval.
     """
+    name = name or labels[1]
+    if link.graded():
+        _graded_speedup(baseline, candidate, at_least=at_least, labels=labels, draw=draw, inputs=inputs, observe=observe, rtol=rtol,
+                        atol=atol, name=name, hint=hint, **options)
+        return
     tampered = harness_problems()
     if tampered:
         raise AssertionError(f"the notebook replaced part of the timing harness ({', '.join(tampered)}): "
                              f"speed cannot be measured, so no speed points. Restart the kernel and remove that code.")
+    if draw is not None:
+        fresh = np.random.default_rng()
+        inputs = lambda index: draw(fresh)  # noqa: E731
     result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
     print(result.summary())
-    report.record(name or labels[1], result)
+    report.record(name, result)
     low, high = result.ci
     selfcheck.note(f"measured {result.speedup:.2f}x (CI {low:.2f}-{high:.2f}x), needs at least {at_least:g}x")
     if not result.passed:
@@ -165,3 +185,19 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
             f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
             f"({result.confidence:.0%} CI {low:.2f}-{high:.2f}x over {result.rounds} rounds).{_hint(hint)}"
         )
+
+
+def _graded_speedup(baseline, candidate, *, at_least, labels, draw, inputs, observe, rtol, atol, name, hint, **options) -> None:
+    """`assert_speedup` while a grader runs the notebook: serve this process's side and report the grader's verdict."""
+    if draw is None and inputs is not None:
+        raise AssertionError(f"speed check {name!r} gives fixed inputs, which a graded check cannot use: it needs draw=")
+    serving = candidate if os.environ.get(link.ROLE_VARIABLE, "candidate") == "candidate" else baseline
+    settings = {"at_least": at_least, "labels": list(labels), "rtol": rtol, "atol": atol}
+    settings.update({key: value for key, value in options.items() if isinstance(value, (int, float, str, bool))})
+    verdict = link.serve(name, serving, draw=draw, observe=observe, options=settings)
+    if verdict.get("summary"):
+        print(f"measured by the grader: {verdict['summary']}")
+    selfcheck.note(verdict.get("summary") or verdict.get("reason") or "")
+    if not verdict.get("passed"):
+        reason = verdict.get("reason") or f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}"
+        raise AssertionError(f"speed check {name} (measured by the grader): {reason}.{_hint(hint)}")

@@ -87,21 +87,67 @@ class SandboxedExecute(NbGraderPreprocessor):
         records = pathlib.Path(self.records_directory or course.default_work.root / "records") / student
         records.mkdir(parents=True, exist_ok=True)
         data = os.environ.get("TFPERF_DATA")
-        outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=records.parent.parent / "sandbox",
-                              data=pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None,
-                              lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None)
+        data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
+        scratch = records.parent.parent / "sandbox"
+        scratch.mkdir(parents=True, exist_ok=True)
+        judge = _judge_for(course, lesson_id, nb, scratch, data_path)
+        with judge or contextlib.nullcontext():
+            outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
+                                  lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None,
+                                  judge=judge)
         (records / f"{lesson_id}.jsonl").write_text(outcome.records, encoding="utf-8")
+        (records / f"{lesson_id}.verdicts.jsonl").write_text(judge.records_text() if judge else "", encoding="utf-8")
         (records / f"{lesson_id}.run.json").write_text(json.dumps({
             "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
-            "limit": limit, "finished": time.time()}), encoding="utf-8")
-        (records / f"{lesson_id}.log").write_text(outcome.log, encoding="utf-8")
+            "limit": limit, "finished": time.time(), "judged": judge is not None, "judge_notes": judge.notes if judge else []}), encoding="utf-8")
+        (records / f"{lesson_id}.log").write_text(outcome.log + (f"\n[judge reference]\n{judge.reference_log}" if judge else ""),
+                                                  encoding="utf-8")
         if outcome.notebook is None:
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
         from . import untrusted
 
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
+        if judge is not None:
+            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), judge)
         return executed, resources
+
+
+def _judge_for(course: Course, lesson_id: str, nb, scratch: pathlib.Path, data: pathlib.Path | None):
+    """A `Judge` for this submission when its lesson has speed checks and the instructor's source is here (None otherwise:
+    without solutions/ a learner's own `check` measures in its kernel, as the self-check does)."""
+    from .judge import Judge
+
+    try:
+        lesson = course.lesson(lesson_id)
+    except LookupError:
+        return None
+    if not course.has_hidden_tests or not lesson.speed_checks() or not lesson.source.exists():
+        return None
+    return Judge(lesson.source, scratch, environment=sandbox.reference_environment(data), executed=nb)
+
+
+def enforce_verdicts(executed, checks: dict[str, list[str]], judge) -> None:
+    """A speed test cell without the grader's passing verdict for each of its checks gets an error output, so nbgrader
+    scores it 0 whatever the kernel printed (the formgrader and plain ``nbgrader autograde`` included)."""
+    decided = {record.name: record for record in judge.records}
+    for cell in executed.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id not in checks:
+            continue
+        missing = [name for name in checks[grade_id] if not (decided.get(name) and decided[name].passed)]
+        if not missing:
+            continue
+        reasons = []
+        for name in missing:
+            if name in decided:
+                low, high = decided[name].ci
+                reasons.append(f"{name}: measured {decided[name].speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {decided[name].threshold:g}x")
+            else:
+                reasons.append(next((note for note in judge.notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
+        message = "; ".join(reasons)
+        cell.outputs.append(from_dict({"output_type": "error", "ename": "SpeedVerdict", "evalue": f"no speed points from the grader: {message}",
+                                       "traceback": [f"SpeedVerdict: no speed points from the grader: {message}"]}))
 
 
 class SandboxFailed(RuntimeError):
@@ -128,6 +174,8 @@ class Execution:
     log: str
     sandbox: float = 0.0
     inside: dict = dataclasses.field(default_factory=dict)
+    verdicts: str = ""  # the grader's own speed records (tfperf_lab.judge); None of the notebook's records decide points
+    judged: bool = False
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
@@ -154,6 +202,7 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     log.propagate = False
     run_file = work.root / "records" / student / f"{lesson_id}.run.json"
     run_file.unlink(missing_ok=True)
+    (work.root / "records" / student / f"{lesson_id}.verdicts.jsonl").unlink(missing_ok=True)
     began = time.monotonic()
     _CPUS.cpus = cpus
     converter = Autograde(coursedir=coursedir, config=config, log=log)
@@ -171,10 +220,13 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
         problem = messages.first_error() or f"nbgrader failed: {failure}"
     records_file = work.root / "records" / student / f"{lesson_id}.jsonl"
     log_file = work.root / "records" / student / f"{lesson_id}.log"
+    verdicts_file = work.root / "records" / student / f"{lesson_id}.verdicts.jsonl"
     return Execution(time.monotonic() - began, failure is None and problem is None, problem, run.get("backend", backend),
                      records_file.read_text(encoding="utf-8") if records_file.exists() else "",
                      "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""),
-                     run.get("seconds", 0.0), run.get("inside") or {})
+                     run.get("seconds", 0.0), run.get("inside") or {},
+                     verdicts_file.read_text(encoding="utf-8") if run.get("judged") and verdicts_file.exists() else "",
+                     bool(run.get("judged")))
 
 
 class _Capture(__import__("logging").Handler):

@@ -86,7 +86,9 @@ class Backend:
     def problem(self) -> str | None:
         raise NotImplementedError
 
-    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None) -> list[str]:
+    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None,
+                binds: tuple[tuple[pathlib.Path, str], ...] = ()) -> list[str]:
+        """The command line running ``inner`` isolated; ``binds`` are (host folder, path inside) mounted read-only."""
         raise NotImplementedError
 
 
@@ -107,8 +109,10 @@ class Bubblewrap(Backend):
             return f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
         return None
 
-    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None) -> list[str]:
-        args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None,
+                binds: tuple[tuple[pathlib.Path, str], ...] = ()) -> list[str]:
+        # no capabilities inside, even for root: the kernel cannot trace the runner, mount, or change its limits
+        args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
                 "--tmpfs", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for name in ("usr", "bin", "lib", "lib32", "lib64", "sbin"):
             top = pathlib.Path("/") / name
@@ -124,6 +128,8 @@ class Bubblewrap(Backend):
             args += ["--ro-bind", str(path), str(path)]
         if data is not None:
             args += ["--ro-bind", str(data), "/data"]
+        for host, inside in binds:
+            args += ["--ro-bind", str(host), inside]
         args += ["--ro-bind", str(job / "in"), str(INSIDE / "in"), "--bind", str(job / "out"), str(INSIDE / "out"),
                  "--bind", str(job / "home"), str(INSIDE / "home"), "--chdir", str(INSIDE / "home" / "lesson")]
         for key, value in env.items():
@@ -140,7 +146,8 @@ class NoSandbox(Backend):
     def problem(self) -> str | None:
         return None
 
-    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None) -> list[str]:
+    def command(self, job: pathlib.Path, inner: list[str], env: dict[str, str], data: pathlib.Path | None,
+                binds: tuple[tuple[pathlib.Path, str], ...] = ()) -> list[str]:
         return inner
 
 
@@ -184,6 +191,8 @@ class _Cgroup:
                 self.kind = "v2"
         elif (base / "memory").is_dir() and (base / "pids").is_dir():
             settings = {base / "memory": {"memory.limit_in_bytes": limits.memory_mb * 2**20}, base / "pids": {"pids.max": limits.processes}}
+            if (base / "freezer").is_dir():
+                settings[base / "freezer"] = {}
             self.kind = "v1"
         try:
             for controller, values in settings.items():
@@ -201,6 +210,55 @@ class _Cgroup:
     def procs(self) -> list[str]:
         return [str(folder / "cgroup.procs") for folder in self.folders]
 
+    @property
+    def freezer(self) -> str:
+        """How `freeze` stops the job: ``cgroup`` (v2's cgroup.freeze or v1's freezer), ``signals`` (SIGSTOP to its processes)."""
+        return "cgroup" if self._freeze_file() is not None else ("signals" if self.folders else "none")
+
+    def _freeze_file(self) -> pathlib.Path | None:
+        for folder in self.folders:
+            for name in ("cgroup.freeze", "freezer.state"):
+                if (folder / name).exists():
+                    return folder / name
+        return None
+
+    def _pids(self) -> list[int]:
+        found = set()
+        for folder in self.folders:
+            try:
+                found |= {int(pid) for pid in (folder / "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                pass
+        return sorted(found)
+
+    def freeze(self) -> None:
+        """Stop every process of the job (nothing it started runs while the grader times the baseline); `thaw` resumes."""
+        file = self._freeze_file()
+        if file is None:
+            for pid in self._pids():
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    pass
+            return
+        file.write_text("1" if file.name == "cgroup.freeze" else "FROZEN")
+        if file.name == "freezer.state":
+            for _ in range(200):  # v1 freezes asynchronously: wait until every task is stopped
+                if file.read_text().strip() == "FROZEN":
+                    break
+                time.sleep(0.001)
+
+    def thaw(self) -> None:
+        file = self._freeze_file()
+        if file is None:
+            for pid in self._pids():
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            return
+        file.write_text("0" if file.name == "cgroup.freeze" else "THAWED")
+
     def out_of_memory(self) -> bool:
         for folder in self.folders:
             for name, word in (("memory.events", "oom_kill"), ("memory.oom_control", "oom_kill")):
@@ -212,6 +270,8 @@ class _Cgroup:
         return False
 
     def remove(self) -> None:
+        if self._freeze_file() is not None:
+            self.thaw()  # a frozen task cannot die
         for folder in self.folders:
             procs = folder / "cgroup.procs"
             for _ in range(50):
@@ -227,6 +287,43 @@ class _Cgroup:
                 except OSError:
                     time.sleep(0.05)
         self.folders = []
+
+
+class _ProcessTree:
+    """Freezing without a cgroup: SIGSTOP and SIGCONT to every process descended from the job's first one."""
+
+    freezer = "signals"
+
+    def __init__(self, root: int):
+        self.root = root
+
+    def _pids(self) -> list[int]:
+        parents = {}
+        for entry in pathlib.Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    pass
+        found, frontier = set(), {self.root}
+        while frontier:
+            found |= frontier
+            frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        return sorted(found - {self.root})
+
+    def freeze(self) -> None:
+        for pid in self._pids():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+
+    def thaw(self) -> None:
+        for pid in self._pids():
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 def _enter(argv: list[str]) -> None:
@@ -268,6 +365,13 @@ def _environment(data: pathlib.Path | None, isolated: bool, job: pathlib.Path) -
     return env
 
 
+def reference_environment(data: pathlib.Path | None) -> dict[str, str]:
+    """The environment of the grader's reference process (`tfperf_lab.reference`): the kernel's settings, the host's paths."""
+    env = {key: value for key, value in _environment(data, False, pathlib.Path(tempfile.gettempdir())).items()
+           if key not in ("HOME", "TMPDIR", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR", "TFPERF_RECORD")}
+    return env
+
+
 def _job_folder(parent: pathlib.Path, nb: dict, lesson_files: pathlib.Path | None) -> pathlib.Path:
     job = pathlib.Path(tempfile.mkdtemp(prefix="job-", dir=parent))
     for sub in ("in", "out", "home/lesson", "home/.runtime", "tmp", "etc"):
@@ -298,15 +402,29 @@ def _read_back(path: pathlib.Path, limit: int) -> bytes | None:
 
 
 def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, data: pathlib.Path | None = None,
-        lesson_files: pathlib.Path | None = None) -> Outcome:
-    """Execute ``nb`` in a fresh sandbox under ``scratch`` (removed afterwards); never raises for what the notebook does."""
+        lesson_files: pathlib.Path | None = None, judge=None) -> Outcome:
+    """Execute ``nb`` in a fresh sandbox under ``scratch`` (removed afterwards); never raises for what the notebook does.
+
+    With a `tfperf_lab.judge.Judge`, its socket folder is mounted read-only at /grader, the kernel is told where it is,
+    the judge gets the job's cgroup (to freeze it while the baseline runs) and follows the runner's cell progress.
+    """
     scratch.mkdir(parents=True, exist_ok=True)
     job = _job_folder(scratch, nb, lesson_files)
     group = _Cgroup(uuid.uuid4().hex[:12], limits) if chosen.isolated else None
     inside = INSIDE if chosen.isolated else job
+    env = _environment(data, chosen.isolated, job)
+    binds: tuple = ()
+    reader = writer = None
+    if judge is not None:
+        folder, socket_inside = judge.sandbox_binds()
+        binds = ((folder, str(pathlib.PurePosixPath(socket_inside).parent)),) if chosen.isolated else ()
+        env |= {"TFPERF_GRADER": socket_inside if chosen.isolated else str(judge.candidate_address), "TFPERF_GRADER_ROLE": "candidate"}
+        reader, writer = os.pipe()
     inner = [sys.executable, "-I", "-m", RUNNER, str(inside / "in" / "notebook.ipynb"), str(inside / "out" / "executed.ipynb"),
              "--cell-timeout", str(limits.cell_seconds), "--startup-timeout", str(limits.startup_seconds),
              "--cwd", str(inside / "home" / "lesson")]
+    if writer is not None:
+        inner += ["--progress", str(writer)]
     launcher = [sys.executable, "-I", "-m", "tfperf_lab.sandbox"]
     for path in (group.procs if group else []):
         launcher += ["--procs", path]
@@ -315,11 +433,15 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
         launcher += ["--memory", str(limits.memory_mb * 2**20 * 4)]  # TensorFlow reserves far more address space than it uses
     if limits.cpus:
         launcher += ["--cpus", ",".join(map(str, limits.cpus))]
-    command = launcher + ["--", *chosen.command(job, inner, _environment(data, chosen.isolated, job), data)]
+    command = launcher + ["--", *chosen.command(job, inner, env, data, binds)]
     began = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                               env=_environment(data, chosen.isolated, job) if not chosen.isolated else {"PATH": "/usr/bin:/bin"},
-                               cwd=job / "home" / "lesson")
+                               env=env if not chosen.isolated else {"PATH": "/usr/bin:/bin"},
+                               cwd=job / "home" / "lesson", pass_fds=(writer,) if writer is not None else ())
+    if judge is not None:
+        os.close(writer)
+        judge.group = group if group is not None and group.folders else _ProcessTree(process.pid)
+        judge.progress(os.fdopen(reader, "rb"))
     timed_out = False
     try:
         output, _ = process.communicate(timeout=limits.wall_seconds)

@@ -17,6 +17,7 @@ from tfperf.report import Record, parse_records
 from . import notebook
 from .course import Course, Lesson, WorkFolder
 from .execute import Execution
+from .judge import TECHNIQUE
 from .results import CellResult, SubmissionResult
 from .stage import Staged
 
@@ -62,9 +63,17 @@ def measurements(execution: Execution) -> tuple[list[Record], str | None]:
 
 
 def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution, *, manual_before: dict[str, float | None]) -> SubmissionResult:
-    """Points for every graded cell of one autograded submission, written to the gradebook and returned."""
+    """Points for every graded cell of one autograded submission, written to the gradebook and returned.
+
+    When the grader judged the speed checks (`tfperf_lab.judge`), its records alone decide speed points and stand in
+    the result; the notebook's own records of those checks are dropped, its other measurements kept for the report.
+    """
     lesson, student = staged.lesson, staged.student
     records, unreadable = measurements(execution)
+    if execution.judged:
+        graded = {name for names in lesson.speed_checks().values() for name in names}
+        records = parse_records(execution.verdicts, source="the grader's verdicts") + [r for r in records if r.name not in graded]
+        unreadable = None  # the notebook's records no longer decide anything
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
                               sandbox=execution.backend)
     if unreadable:
@@ -97,7 +106,8 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
             if status == "passed" and score_value < cell["points"]:
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
-        _withhold_speed_points(gradebook, lesson, result, staged.tampering or bool(unreadable))
+        _withhold_speed_points(gradebook, lesson, result, (staged.tampering and not execution.judged) or bool(unreadable),
+                               execution.judged)
         gradebook.db.commit()
     timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
     if timed_out:
@@ -105,17 +115,19 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     return result
 
 
-def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, tampered) -> None:
-    """Zero speed cells that passed without a genuine measurement: tampering, or no passing harness record."""
+def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, tampered, judged: bool = False) -> None:
+    """Zero speed cells that passed without a genuine measurement: no passing record from the grader (or, where the
+    grader could not judge, from the harness) or tampering."""
     checks = lesson.speed_checks()
-    measured = {item.name: item for item in result.measurements}
+    measured = {item.name: item for item in result.measurements if not judged or item.technique == TECHNIQUE}
     for cell in result.cells:
         if cell.id not in checks or not cell.score:
             continue
         if tampered:
             reason = "the notebook reassigns the clock, the timing harness or a baseline"
         elif not all(measured.get(name) is not None and measured[name].passed for name in checks[cell.id]):
-            reason = "its speed check did not run through the course's timing harness"
+            reason = ("the grader's own measurement did not pass" if judged
+                      else "its speed check did not run through the course's timing harness")
         else:
             continue
         grade = gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student)
