@@ -67,6 +67,10 @@ class Lesson:
         """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
         return notebook.speed_checks(_parsed(self.source))
 
+    def verdict_cells(self) -> dict[str, list[str]]:
+        """grade_id -> the grader verdicts its points need (speed test cells, and structural cells ``backed_by`` them)."""
+        return notebook.verdict_cells(_parsed(self.source))
+
 
 @functools.lru_cache(maxsize=64)
 def _parsed_at(path: pathlib.Path, mtime_ns: int) -> dict:

@@ -109,7 +109,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
         if judge is not None:
-            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), judge)
+            enforce_verdicts(executed, course.lesson(lesson_id).verdict_cells(), judge)
         return executed, resources
 
 
@@ -176,6 +176,7 @@ class Execution:
     inside: dict = dataclasses.field(default_factory=dict)
     verdicts: str = ""  # the grader's own speed records (tfperf_lab.judge); None of the notebook's records decide points
     judged: bool = False
+    judge_notes: list = dataclasses.field(default_factory=list)
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
@@ -226,7 +227,7 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
                      "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""),
                      run.get("seconds", 0.0), run.get("inside") or {},
                      verdicts_file.read_text(encoding="utf-8") if run.get("judged") and verdicts_file.exists() else "",
-                     bool(run.get("judged")))
+                     bool(run.get("judged")), list(run.get("judge_notes") or []))
 
 
 class _Capture(__import__("logging").Handler):

@@ -23,6 +23,7 @@ import os
 import pathlib
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -39,11 +40,19 @@ from . import notebook
 
 LINE_LIMIT = 1 << 20  # bytes in one answer: digests are a few numbers per call
 HELLO_SECONDS = 30.0
+PROGRESS_SECONDS = 10.0
 BATCH_SECONDS = 120.0
 REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells run meanwhile
 MAX_BATCH = 0.5  # seconds the slower side's batch may take
 MIN_SAMPLE = 0.02  # seconds the faster side's batch should take, so messaging is ~1% of it
 TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
+
+
+# One measurement at a time in this process: while a judge times its two sides, every other grading job it runs (their
+# sandboxes and reference processes) is paused, so parallel workers never time their speed checks against each other.
+_MEASURING = threading.Lock()
+_ACTIVE: set = set()
+_ACTIVE_LOCK = threading.Lock()
 
 
 class _Side:
@@ -174,6 +183,7 @@ class Judge:
         self._environment = environment
         self._waiting: dict[str, _Side] = {}
         self._ready = threading.Condition()
+        self._moved = threading.Condition()  # the runner's progress changed
         self._closed = False
         self._threads: list[threading.Thread] = []
         self._reference: subprocess.Popen | None = None
@@ -181,6 +191,8 @@ class Judge:
 
     # -- life cycle -----------------------------------------------------------------------------------------------
     def __enter__(self) -> "Judge":
+        with _ACTIVE_LOCK:
+            _ACTIVE.add(self)
         self._candidates = _listener(self.candidate_address)
         self._references = _listener(self.reference_address)
         self._start_reference()
@@ -191,6 +203,8 @@ class Judge:
         return self
 
     def __exit__(self, *exc) -> None:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(self)
         self._closed = True
         for server in (self._candidates, self._references):
             try:
@@ -223,7 +237,9 @@ class Judge:
         def follow():
             for raw in stream:
                 word, _, index = raw.decode("ascii", "replace").strip().partition(" ")
-                self.current = int(index) if word == "start" and index.isdigit() else None
+                with self._moved:
+                    self.current = int(index) if word == "start" and index.isdigit() else None
+                    self._moved.notify_all()
         thread = threading.Thread(target=follow, daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -282,8 +298,11 @@ class Judge:
         if name in self.served:
             return "served a second time: only the first run of its test cell is measured"
         window = self.windows.get(self.expected[name])
-        if window is None or self.current != window:
-            return "served from outside its own test cell: not measured (no speed points)"
+        # the runner writes "start N" before it sends the cell to the kernel: give the reading thread time to see it
+        with self._moved:
+            self._moved.wait_for(lambda: self.current == window, timeout=PROGRESS_SECONDS)
+            if window is None or self.current != window:
+                return "served from outside its own test cell: not measured (no speed points)"
         return None
 
     def _reference_side(self, name: str) -> _Side | None:
@@ -309,6 +328,11 @@ class Judge:
             candidate.close({"passed": False, "reason": reason})
             return
         options = Options.of(reference.hello.get("options") or {})
+        _MEASURING.acquire()
+        with _ACTIVE_LOCK:
+            others = [judge for judge in _ACTIVE if judge is not self]
+        for other in others:
+            other._pause()
         try:
             comparison = self._rounds(reference, candidate, options)
         except _Failed as failure:
@@ -319,11 +343,25 @@ class Judge:
             return
         finally:
             self._thaw()
+            for other in others:
+                other._resume()
+            _MEASURING.release()
         record = Record.of(name, comparison, technique=TECHNIQUE)
         self.records.append(record)
         verdict = {"passed": record.passed, "summary": comparison.summary()}
         candidate.close(verdict)
         reference.close(verdict)
+
+    def _pause(self) -> None:
+        """Stop this job entirely (its sandbox and its reference process) while another judge measures."""
+        self._freeze()
+        if self._reference is not None and self._reference.poll() is None:
+            os.kill(self._reference.pid, signal.SIGSTOP)
+
+    def _resume(self) -> None:
+        if self._reference is not None and self._reference.poll() is None:
+            os.kill(self._reference.pid, signal.SIGCONT)
+        self._thaw()
 
     def _freeze(self) -> None:
         if self.group is not None:

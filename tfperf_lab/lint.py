@@ -140,6 +140,44 @@ def baselines_read_only(nb: dict) -> list[str]:
     return problems
 
 
+def speed_fixtures(nb: dict) -> list[str]:
+    """Every graded speed test can run in the grader's reference process (`tfperf_lab.reference`): it draws fresh inputs
+    (``draw=``, never a fixed ``inputs=`` pool), and every name it reads is bound by an earlier ``speed-fixture`` cell."""
+    import builtins
+
+    from .reference import FIXTURE_TAG
+
+    bound: set[str] = set(dir(builtins))
+    problems = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = notebook.source(cell)
+        meta = _nbgrader(cell)
+        if meta.get("grade") and "assert_speedup(" in source:
+            grade_id = meta.get("grade_id")
+            calls = [n for n in ast.walk(ast.Module(body=_parse(source), type_ignores=[]))
+                     if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == "assert_speedup"]
+            for call in calls:
+                keywords = {k.arg for k in call.keywords}
+                if "inputs" in keywords or "draw" not in keywords:
+                    problems.append(f"speed test {grade_id} must give draw= (fresh inputs the grader can seed), not inputs=")
+            tree = ast.Module(body=_parse(source), type_ignores=[])
+            local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            local |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            local |= {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in n.args.args + n.args.kwonlyargs}
+            local |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+            used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            missing = sorted(used - local - bound)
+            if missing:
+                problems.append(f"speed test {grade_id} reads {', '.join(missing)}, which no earlier '{FIXTURE_TAG}' cell binds: "
+                                f"the grader's reference process could not run it (tag the cells that define them)")
+            bound |= local
+        elif FIXTURE_TAG in cell.get("metadata", {}).get("tags", []):
+            bound |= set(notebook.bound_names(source))
+    return problems
+
+
 def shared_cells(nb: dict, where: tuple[str, str]) -> list[str]:
     """The Colab/Kaggle badges, the setup cell and the self-check summary match `tfperf_lab.stamp` for ``where`` (repository, branch)."""
     from . import stamp
@@ -147,7 +185,7 @@ def shared_cells(nb: dict, where: tuple[str, str]) -> list[str]:
     return stamp.problems(nb, where)
 
 
-RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only)
+RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only, speed_fixtures)
 
 
 def lint(course: Course, path: pathlib.Path) -> list[str]:

@@ -92,6 +92,20 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
     return checks
 
 
+def verdict_cells(nb: dict) -> dict[str, list[str]]:
+    """grade_id -> the speed checks whose grader verdict its points need: a speed test cell's own checks, and for a
+    structural test cell the checks named in ``metadata.tfperf.backed_by`` (a structure the learner's kernel reports can
+    be faked there; the grader's verdict on the same answer cannot)."""
+    cells = speed_checks(nb)
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("tfperf", {}) if isinstance(cell.get("metadata"), dict) else {}
+        backed = meta.get("backed_by") if isinstance(meta, dict) else None
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if backed and grade_id and nbgrader_meta(cell).get("grade"):
+            cells[grade_id] = sorted(set(cells.get(grade_id, [])) | set(backed))
+    return cells
+
+
 def bound_names(source_text: str) -> dict[str, int]:
     """Names a cell binds at its top level (def, class, assignment, import) -> line number."""
     try:

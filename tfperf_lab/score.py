@@ -78,6 +78,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
                               sandbox=execution.backend)
     if unreadable:
         result.notes.append(unreadable)
+    result.notes += [str(note) for note in execution.judge_notes]
     autograded = work.autograded(student, lesson.id)
     finished = execution.finished and autograded.exists()
     outcomes = cell_outcomes(notebook.read(autograded)) if finished else {}
@@ -118,7 +119,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
 def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, tampered, judged: bool = False) -> None:
     """Zero speed cells that passed without a genuine measurement: no passing record from the grader (or, where the
     grader could not judge, from the harness) or tampering."""
-    checks = lesson.speed_checks()
+    checks = lesson.verdict_cells() if judged else lesson.speed_checks()
     measured = {item.name: item for item in result.measurements if not judged or item.technique == TECHNIQUE}
     for cell in result.cells:
         if cell.id not in checks or not cell.score:

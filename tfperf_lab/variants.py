@@ -121,8 +121,9 @@ VARIANTS += [
     Variant("03_tf_function", "no_signature_and_reduce_retracing",
             (("make_train_step_solution", ((_A_DECORATOR, "    @tf.function\n    def step(x, y):\n"),)),
              ("make_fast_step_solution", ((_B_HEAD, "    @tf.function(reduce_retracing=True)\n    def sgd_step(x, y, step):\n" + _B_SLOW_MATHS),))),
-            keeps=("train_step_matches_eager", "train_step_is_faster", "fast_step_same_result"),
-            loses=("train_step_traces_once", "fast_step_traces_at_most_twice", "fast_step_is_faster"), campaign=False),
+            keeps=("train_step_matches_eager", "fast_step_same_result"),  # the grader's batches of 16-64 make retracing slow
+            loses=("train_step_traces_once", "train_step_is_faster", "fast_step_traces_at_most_twice", "fast_step_is_faster"),
+            campaign=False),
     Variant("03_tf_function", "eager_sgd_step",
             (("make_fast_step_solution", ((_B_HEAD, "    def sgd_step(x, y, step):\n" + _B_SLOW_MATHS),)),),
             keeps=("train_step_matches_eager", "train_step_traces_once", "train_step_is_faster", "fast_step_same_result"),
