@@ -32,10 +32,20 @@ import numpy
 numpy.percentile = lambda a, q, *args, **kwargs: numpy.asarray([50.0, 60.0])  # finding 1: the interval made up
 """
 CLOCK = """
-import time as _time
+import sys as _sys, time as _time
 _real = _time.perf_counter
-_start = _real()
-tfperf.timing.compare.__kwdefaults__.update(clock=lambda: _start + (_real() - _start) / 1000)  # finding 2
+
+
+def _clock():  # finding 2: a clock that runs 1000x slower, but only inside assert_speedup
+    frame = _sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "assert_speedup":
+            return _real() / 1000
+        frame = frame.f_back
+    return _real()
+
+
+tfperf.timing.compare.__kwdefaults__.update(clock=_clock)
 """
 FORGED = """
 import json as _json, os as _os
