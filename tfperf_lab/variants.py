@@ -173,5 +173,97 @@ VARIANTS.append(one("10_capstone", "list_of_batches", "make_dataset_solution",
                         loses=("dataset_pipeline_structure",)))
 
 
+# Issue 14's cheats: a slow answer plus a trick played inside the learner's kernel. Each earned speed points while the
+# speed checks were timed in that kernel; now the grader times them (tfperf_lab.judge) and none may. Graded by
+# tests/test_verdicts.py; not yet by a committed flake campaign (campaign=False).
+_C_HANDLE = "    handle = sess._make_callable_from_options(options)\n"
+_C_SLOW_HANDLE = _C_HANDLE + "    def handle(*values):\n        return sess.run(fetch + target, dict(zip(feed, values)))[: len(fetch)]\n"
+_C_RETURN = "    return run_callable\n"
+
+
+_C_PERCENTILE = """
+import numpy
+numpy.percentile = lambda a, q, *args, **kwargs: numpy.asarray([50.0, 60.0])  # finding 1: the interval made up
+"""
+_C_CLOCK = """
+import sys as _sys, time as _time
+_real = _time.perf_counter
+
+
+def _clock():  # finding 2: a clock that runs 1000x slower, but only inside assert_speedup
+    frame = _sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "assert_speedup":
+            return _real() / 1000
+        frame = frame.f_back
+    return _real()
+
+
+tfperf.timing.compare.__kwdefaults__.update(clock=_clock)
+"""
+_C_FORGED = """
+import json as _json, os as _os
+vars(tfperf)["assert_speedup"] = lambda *args, **kwargs: None  # finding 3: the check never runs...
+if _os.environ.get("TFPERF_RECORD"):  # ...and a passing record is written instead
+    with open(_os.environ["TFPERF_RECORD"], "a") as _out:
+        _out.write(_json.dumps({"name": "exercise_handle_vs_sess_run", "speedup": 50.0, "ci": [40.0, 60.0], "passed": True,
+                                "threshold": 1.6, "rounds": 10, "format": 1}) + "\\n")
+"""
+_C_SLOWED_BASELINE = """
+import time as _time
+_run = v1.Session.run
+def _slow_run(self, *args, **kwargs):  # finding 4: every sess.run (the baseline's) made 2 ms slower
+    _time.sleep(0.002)
+    return _run(self, *args, **kwargs)
+v1.Session.run = _slow_run
+"""
+_C_UNBOUND = ("    def handle(*values):  # finding 6: the class's run, which a count on the instance does not see\n"
+           "        return v1.Session.run(sess, fetch + target, dict(zip(feed, values)))[: len(fetch)]\n")
+
+_C_MEMO_STEP = """
+    cache = {}
+
+    def step(x, y):  # finding 5: eager, but serves a remembered loss for inputs it has seen
+        key = (np.asarray(x).tobytes(), np.asarray(y).tobytes())
+        if key not in cache:
+            cache[key] = train_step(model, optimizer, x, y)
+        return cache[key]
+
+    return step
+"""
+_C_SIGNED_STEP = ("    @tf.function(input_signature=signature)\n    def step(x, y):\n        return train_step(model, optimizer, x, y)\n\n"
+               "    return step\n")
+_C_FAKE_COUNT = """
+    @tf.function
+    def step(x, y):  # finding 6: retraces for every batch size, and says it traced once
+        return train_step(model, optimizer, x, y)
+
+    step.experimental_get_tracing_count = lambda: 1
+    return step
+"""
+
+
+_C_L01 = ("handle_matches_sess_run", "handle_rejects_bad_elements")
+_C_SLOW = ((_C_HANDLE, _C_SLOW_HANDLE),)
+CHEATS = [
+    one("01_callable_handles", "cheat_percentile", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_PERCENTILE),),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+    one("01_callable_handles", "cheat_clock", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_CLOCK),),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+    one("01_callable_handles", "cheat_forged_record", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_FORGED),),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+    one("01_callable_handles", "cheat_slowed_baseline", "make_callable_solution",
+        (("        return handle(*[", "        __import__('time').sleep(0.001)\n        return handle(*["), (_C_RETURN, _C_RETURN + _C_SLOWED_BASELINE)),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+    one("01_callable_handles", "cheat_unbound_run", "make_callable_solution", ((_C_HANDLE, _C_HANDLE + _C_UNBOUND),),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+    one("03_tf_function", "cheat_memo", "make_train_step_solution", ((_C_SIGNED_STEP, _C_MEMO_STEP),),
+        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster"), campaign=False),
+    one("03_tf_function", "cheat_fake_trace_count", "make_train_step_solution", ((_C_SIGNED_STEP, _C_FAKE_COUNT),),
+        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster"), campaign=False),
+]
+VARIANTS += CHEATS
+
+
 def for_lesson(lesson_id: str) -> list[Variant]:
     return [variant for variant in VARIANTS if variant.lesson == lesson_id]
