@@ -1,0 +1,107 @@
+"""The grader's side of a speed check (`tfperf_lab.judge`), on a tiny notebook with no TensorFlow: a few seconds.
+
+A real reference process runs the tiny instructor source; the "learner's kernel" is a thread of this test serving a
+function through `tfperf.link`, as `assert_speedup` does in a graded kernel. What the judge must do: time both sides
+itself and pass an honest fast answer, refuse outputs that differ from the reference's, refuse a candidate served
+outside its test cell or twice, and say when a check was never served.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tfperf import link
+from tfperf_lab import judge, notebook, sandbox
+
+FIXTURE = "import time\nimport numpy as np\nimport tfperf\n"
+TEST = ('def slow(v):\n    time.sleep(0.002)\n    return v * 2\n\n\n'
+        'tfperf.assert_speedup(slow, None, draw=lambda rng: rng.random(4), at_least=2.0, name="tiny", min_rounds=4, budget=3.0)\n')
+
+
+def _nb() -> dict:
+    cells = [{"cell_type": "code", "id": "setup", "metadata": {"tags": ["speed-fixture"]}, "source": FIXTURE, "outputs": [], "execution_count": None},
+             {"cell_type": "markdown", "id": "words", "metadata": {}, "source": "Some words."},
+             {"cell_type": "code", "id": "speedy", "metadata": {"nbgrader": {"grade": True, "grade_id": "speedy", "points": 1, "solution": False,
+                                                                           "locked": True, "schema_version": 3}},
+              "source": TEST, "outputs": [], "execution_count": None}]
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.fixture()
+def tiny(tmp_path):
+    nb = _nb()
+    source = notebook.write(nb, tmp_path / "tiny.ipynb")
+    environment = sandbox.reference_environment(None) | {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin"}
+    return source, nb, environment, tmp_path
+
+
+def _serve(address, fn, results, name="tiny"):
+    results.append(link.serve(name, fn, draw=lambda rng: rng.random(4), address=str(address)))
+
+
+def _run(tiny, candidates, *, window=True):
+    """Open a judge, report the test cell running, serve each candidate in turn; return the judge and the verdicts."""
+    source, nb, environment, scratch = tiny
+    verdicts = []
+    with judge.Judge(source, scratch, environment=environment, executed=nb) as referee:
+        reader, writer = os.pipe()
+        referee.progress(os.fdopen(reader, "rb"))
+        with os.fdopen(writer, "wb", buffering=0) as progress:
+            progress.write(b"start 2\n" if window else b"start 0\n")
+            for fn in candidates:
+                thread = threading.Thread(target=_serve, args=(referee.candidate_address, fn, verdicts))
+                thread.start()
+                thread.join(timeout=120)
+            time.sleep(0.1)
+    return referee, verdicts
+
+
+def test_an_honest_fast_answer_passes_on_the_graders_numbers(tiny):
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert verdicts[0]["passed"], (verdicts, referee.notes, referee.reference_log)
+    (record,) = referee.records
+    assert record.name == "tiny" and record.technique == judge.TECHNIQUE and record.ci[0] >= 2.0, record
+    assert record.baseline["metadata"]["grader"] and record.threshold == 2.0  # the threshold came from the instructor's cell
+
+
+def test_a_slow_answer_fails(tiny):
+    def slow(v):
+        time.sleep(0.002)
+        return v * 2
+
+    referee, verdicts = _run(tiny, [slow])
+    assert not verdicts[0]["passed"] and referee.records and not referee.records[0].passed, (verdicts, referee.notes)
+
+
+def test_outputs_that_differ_from_the_reference_are_refused(tiny):
+    referee, verdicts = _run(tiny, [lambda v: v * 2 + 1e-3])
+    assert not verdicts[0]["passed"] and "differ from the reference" in verdicts[0]["reason"], verdicts
+    assert not referee.records
+
+
+def test_a_candidate_served_outside_its_cell_or_twice_is_not_measured(tiny, monkeypatch):
+    monkeypatch.setattr(judge, "PROGRESS_SECONDS", 0.5)
+    referee, verdicts = _run(tiny, [lambda v: v * 2], window=False)
+    assert not verdicts[0]["passed"] and "outside its own test cell" in verdicts[0]["reason"], verdicts
+    referee, verdicts = _run(tiny, [lambda v: v * 2, lambda v: v * 2])
+    assert verdicts[0]["passed"] and not verdicts[1]["passed"] and "second time" in verdicts[1]["reason"], verdicts
+
+
+def test_a_check_never_served_is_named(tiny):
+    referee, verdicts = _run(tiny, [])
+    assert not referee.records and any("never served" in note for note in referee.notes), referee.notes
+
+
+def test_digests_need_every_element_and_tolerate_rounding():
+    a = link.digest({"loss": np.float32(0.5), "values": [np.arange(6.0).reshape(2, 3)], "name": "ignored"})
+    assert a == [0.5, 0.25, 1.0, 15.0, 55.0, 6.0]
+    changed = np.arange(6.0)
+    changed[5] += 1
+    assert not judge._matches(link.digest([changed]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
+    assert judge._matches(link.digest([np.arange(6.0) * (1 + 1e-7)]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
