@@ -19,6 +19,7 @@ import threading
 import time
 
 from . import batch, stage, variants
+from .judge import TECHNIQUE
 from .course import Course, Lesson, WorkFolder
 
 HOG = "while True:\n    pass\n"
@@ -121,6 +122,8 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         "rounds_max": max(m.rounds for m in measured) if measured else None,
         "elapsed_max": max(m.elapsed for m in measured) if measured else None,
         "seconds_per_notebook": seconds,
+        # who timed it: the grader (tfperf_lab.judge, outside the learner's kernel) or the kernel itself (before the judge)
+        "measured_by": "grader" if measured and all(m.technique == TECHNIQUE for m in measured) else "kernel",
     }
 
 
@@ -145,7 +148,8 @@ def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathli
     import datetime
 
     summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "workers": workers,
-               "runs": runs, "sandbox": sandbox, "rows": rows}
+               "runs": runs, "sandbox": sandbox, "rows": rows,
+               "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 

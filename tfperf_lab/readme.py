@@ -80,13 +80,14 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
                   key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"], item[0]["hogs"]))
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | "
-             "slowest decision | busy cores | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "slowest decision | busy cores | load | timed by |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for campaign, r in rows:
         slowest = f"{r['rounds_max']} rounds, {r['elapsed_max']:.1f} s" if r.get("rounds_max") else "-"
         lines.append(f"| {r['lesson'][:2]} | `{r['cell']}` | {r['answer'].replace('_', ' ')} | {r['passed']} / {r['runs']} | "
                      f"{fmt(r['speedup_median'])}x | {fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
-                     f"{slowest} | {campaign['hogs']} | {fmt(r.get('load_median'))} |")
+                     f"{slowest} | {campaign['hogs']} | {fmt(r.get('load_median'))} | "
+                     f"{'the grader' if campaign.get('verdicts') == 'grader' else 'the kernel (before the judge)'} |")
     reference = [r for _, r in rows if r["answer"] == "reference"]
     unoptimized = [r for _, r in rows if r["answer"] != "reference"]
     lines += ["", f"One worker: {sum(r['runs'] - r['passed'] for r in reference)} false failures in {sum(r['runs'] for r in reference)} "
@@ -97,7 +98,8 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
               "|---|---|---|---|---|---|---|---|---|---|"]
     by_conditions: dict[tuple[int, int, str], list[dict]] = {}
     for campaign in campaigns:  # campaigns before the sandbox record no "sandbox": their kernels ran beside the grader
-        key = (campaign["workers"], campaign["hogs"], campaign.get("sandbox", "no sandbox (before it existed)"))
+        key = (campaign["workers"], campaign["hogs"], campaign.get("sandbox", "no sandbox (before it existed)")
+               + (", the grader timing" if campaign.get("verdicts") == "grader" else ""))
         by_conditions.setdefault(key, []).append(campaign)
     with_checks = [lesson for lesson in course.lessons if lesson.speed_checks()]
     for (workers, hogs, isolation), group in sorted(by_conditions.items()):
