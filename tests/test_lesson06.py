@@ -1,8 +1,11 @@
 """Lesson 06's exercises against answers that are correct but not optimized.
 
 A training step left eager keeps the correctness points and loses the trace and speed points; a
-Hessian-vector product that builds the full Hessian keeps the value points and loses the structure
-point. Also a smoke test of the plot the lesson added (`tfperf.plots.loss_vs_time`).
+Hessian-vector product that builds the full Hessian keeps the value points and loses the structure and
+speed points, also when it calls `jacobian` through an alias saved before the structure test patches
+the class (that test counts calls in the learner's own process, so its point needs the grader's speed
+verdict). A step left eager that claims one trace through a forged `experimental_get_tracing_count` passes
+the trace test in its own kernel and loses it to the grader's speed verdict. Also a smoke test of the plot the lesson added (`tfperf.plots.loss_vs_time`).
 """
 
 import matplotlib
@@ -23,16 +26,32 @@ VARIANTS = {
     # H v through the full Hessian: right values, n backward passes and n x n memory.
     "full_hessian": ("hvp_solution", {_PRODUCT: "    hessian = outer.jacobian(gradient, x, unconnected_gradients=zero)\n"
                                                 "    return tf.linalg.matvec(hessian, v)\n"}),
+    # The same through an alias taken when the cell runs: tfperf.count_calls, which patches tf.GradientTape.jacobian
+    # later, never sees the call, so the structure test passes in the learner's kernel; the grader's timing does not.
+    "aliased_full_hessian": ("hvp_solution", {
+        "def hessian_vector_product(f, x, v):\n": "_jacobian = tf.GradientTape.jacobian  # saved before any test patches it\n\n\n"
+                                                  "def hessian_vector_product(f, x, v):\n",
+        _PRODUCT: "    hessian = _jacobian(outer, gradient, x, unconnected_gradients=zero)\n"
+                  "    return tf.linalg.matvec(hessian, v)\n"}),
+    # The eager step with a forged trace count: the trace test, run in the learner's kernel, believes it.
+    "forged_trace_count": ("train_step_solution", {
+        "    @tf.function\n    def train_step": "    def train_step",
+        "    return train_step\n": "    train_step.experimental_get_tracing_count = lambda: 1  # claims one trace\n    return train_step\n"}),
 }
+_HVP_CORRECT = ("second_derivative_values", "hvp_values", "derivatives_never_none")
 KEEPS = {
     "eager_train_step": ("train_step_matches_reference", "train_step_skips_none_gradients", "train_step_loss_falls_on_mnist",
-                         "second_derivative_values", "hvp_values", "derivatives_never_none", "hvp_without_hessian"),
-    "full_hessian": ("second_derivative_values", "hvp_values", "derivatives_never_none", "train_step_matches_reference",
-                     "train_step_traced_once", "train_step_is_faster"),
+                         "second_derivative_values", "hvp_values", "derivatives_never_none", "hvp_without_hessian", "hvp_is_faster"),
+    "full_hessian": _HVP_CORRECT + ("train_step_matches_reference", "train_step_traced_once", "train_step_is_faster"),
+    "aliased_full_hessian": _HVP_CORRECT + ("train_step_matches_reference", "train_step_traced_once", "train_step_is_faster"),
+    "forged_trace_count": _HVP_CORRECT + ("hvp_without_hessian", "hvp_is_faster", "train_step_matches_reference",
+                                          "train_step_skips_none_gradients", "train_step_loss_falls_on_mnist"),
 }
 LOSES = {
     "eager_train_step": ("train_step_traced_once", "train_step_is_faster"),
-    "full_hessian": ("hvp_without_hessian",),
+    "full_hessian": ("hvp_without_hessian", "hvp_is_faster"),
+    "aliased_full_hessian": ("hvp_without_hessian", "hvp_is_faster"),
+    "forged_trace_count": ("train_step_traced_once", "train_step_is_faster"),
 }
 
 
@@ -49,6 +68,23 @@ def test_unoptimized_answer_keeps_correctness_and_loses_structure_and_speed_poin
 def test_eager_train_step_is_measured_below_the_threshold(graded):
     (measured,) = [m for m in graded["eager_train_step"].measurements if m.name == "exercise_train_step_vs_eager"]
     assert measured.ci[0] < 4.0 and not measured.passed
+
+
+@pytest.mark.parametrize("student", ["full_hessian", "aliased_full_hessian"])
+def test_full_hessian_is_measured_below_the_threshold(graded, student):
+    (measured,) = [m for m in graded[student].measurements if m.name == "exercise_hvp_vs_full_hessian"]
+    assert measured.ci[0] < 3.0 and not measured.passed, (measured.speedup, measured.ci)
+
+
+@pytest.mark.parametrize("student,cell_id,check", [("aliased_full_hessian", "hvp_without_hessian", "exercise_hvp_vs_full_hessian"),
+                                                   ("forged_trace_count", "train_step_traced_once", "exercise_train_step_vs_eager")])
+def test_a_structure_faked_in_the_kernel_passes_there_but_not_the_grader(graded, student, cell_id, check):
+    """The structure test's own asserts passed in the learner's kernel (an alias hid the call, a forged count claimed one
+    trace): its only error is the one the grader adds for a missing speed verdict (the first error output is the one
+    reported), and that took its point."""
+    (cell,) = [c for c in graded[student].cells if c.id == cell_id]
+    assert cell.score == 0 and cell.message.startswith(f"SpeedVerdict: no speed points from the grader: {check}"), (
+        cell, graded[student].lines())
 
 
 def test_loss_vs_time_draws_one_line_per_run():

@@ -80,6 +80,14 @@ VARIANTS.append(one(
     "06_gradient_tape", "eager_train_step", "train_step_solution", (("    @tf.function\n    def train_step", "    def train_step"),),
     keeps=("train_step_matches_reference", "train_step_skips_none_gradients", "train_step_loss_falls_on_mnist"),
     loses=("train_step_traced_once", "train_step_is_faster")))
+_HVP_PRODUCT = ("        projected = tf.reduce_sum(gradient * v)\n"
+                "    return outer.gradient(projected, x, unconnected_gradients=zero)\n")
+VARIANTS.append(one(  # lesson 06: the full Hessian, through an alias saved before any test could count jacobian calls
+    "06_gradient_tape", "full_hessian", "hvp_solution",
+    (("def hessian_vector_product(f, x, v):\n",
+      "_jacobian = tf.GradientTape.jacobian  # saved before any test patches it\n\n\ndef hessian_vector_product(f, x, v):\n"),
+     (_HVP_PRODUCT, "    hessian = _jacobian(outer, gradient, x, unconnected_gradients=zero)\n    return tf.linalg.matvec(hessian, v)\n")),
+    keeps=("second_derivative_values", "hvp_values", "derivatives_never_none"), loses=("hvp_without_hessian", "hvp_is_faster")))
 VARIANTS.append(one(
     "09_nan_checks", "checks_left_on", "first_nonfinite_op_solution",
     (("    except tf.errors.InvalidArgumentError as error:\n"
