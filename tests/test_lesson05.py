@@ -3,7 +3,9 @@
 A macro-F1 that collects predictions in Python lists, or keeps its counts in untracked tf.Variables,
 keeps the correctness points and loses the tf.function / reset / state points. An evaluation loop that
 updates its metrics eagerly keeps the correctness point and loses the structure point (and, when the
-model call is eager too, the speed point), every time. Also the plot this lesson added to tfperf.plots.
+model call is eager too, the speed point), every time. A compiled update without an input_signature, which
+traces again for every new batch size, loses the structure point and, on the grader's datasets of fresh
+batch sizes, the speed point. Also the plot this lesson added to tfperf.plots.
 """
 
 import matplotlib
@@ -54,6 +56,7 @@ COMPILED_UPDATE = (
     "        logits = model(images, training=False)\n"
 )
 EAGER_UPDATE = "    def update(images, labels):\n        logits = model(images, training=False)\n"
+RETRACING_UPDATE = "    @tf.function\n    def update(images, labels):\n        logits = model(images, training=False)\n"
 METRICS_OUTSIDE = (
     "    forward = tf.function(lambda images: model(images, training=False), input_signature=[tf.TensorSpec([None, 784], tf.float32)])\n\n"
     "    def update(images, labels):\n        logits = forward(images)\n"
@@ -98,6 +101,7 @@ VARIANTS = {
     "untracked_variables_metrics_outside": lambda: _submission(
         {**_untracked("true_positives"), **_untracked("false_positives"), **_untracked("false_negatives")},
         {COMPILED_UPDATE: METRICS_OUTSIDE}),
+    "retracing_evaluate": lambda: _submission({}, {COMPILED_UPDATE: RETRACING_UPDATE}),
 }
 CORRECTNESS = {"macro_f1_matches_numpy": 2, "macro_f1_sample_weight": 1, "evaluate_matches_eager": 1}
 
@@ -141,6 +145,17 @@ def test_an_eager_evaluation_loop_loses_the_speed_point_and_is_measured_below_th
     assert scores(result)["evaluate_is_faster"] == 0, result.lines()
     (measured,) = [m for m in result.measurements if m.name == "exercise_evaluate_vs_eager"]
     assert measured.ci[0] < 1.5 and not measured.passed
+
+
+def test_the_structure_point_needs_the_speed_verdict():
+    assert LESSON.verdict_cells()["evaluate_compiled_once"] == ["exercise_evaluate_vs_eager"]
+
+
+def test_an_update_that_retraces_per_batch_size_is_slow_on_fresh_batch_sizes(graded):
+    result = graded["retracing_evaluate"]
+    assert scores(result)["evaluate_compiled_once"] == 0 and scores(result)["evaluate_is_faster"] == 0, result.lines()
+    (measured,) = [m for m in result.measurements if m.name == "exercise_evaluate_vs_eager"]
+    assert not measured.passed and measured.ci[0] < 1.5, measured
 
 
 def test_metric_curves_draws_one_line_per_series_and_returns_its_axes():
