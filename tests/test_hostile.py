@@ -132,7 +132,7 @@ def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(ba
     os.killpg(process.pid, 9)
     process.wait()
     finished = {p: p.stat().st_mtime for p in states.rglob("*.json")}
-    assert len(finished) == 1, "the run should have been killed after the first submission"
+    assert len(finished) == 1, f"the run should have been killed after the first submission: {finished}"
     results = grader.grade(COURSE, folder, work=WorkFolder(work), progress=False)
     assert {p: p.stat().st_mtime for p in finished} == finished  # the finished one was not graded again
     assert len(list(states.rglob("*.json"))) == 2 and all("kernel died" in (r.error or "") for r in results)

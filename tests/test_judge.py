@@ -49,7 +49,7 @@ def _run(tiny, candidates, *, window=True):
     """Open a judge, report the test cell running, serve each candidate in turn; return the judge and the verdicts."""
     source, nb, environment, scratch = tiny
     verdicts = []
-    with judge.Judge(source, scratch, environment=environment, executed=nb) as referee:
+    with judge.Judge(source, environment=environment, executed=nb) as referee:
         reader, writer = os.pipe()
         referee.progress(os.fdopen(reader, "rb"))
         with os.fdopen(writer, "wb", buffering=0) as progress:

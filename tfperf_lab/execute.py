@@ -90,7 +90,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
         scratch = records.parent.parent / "sandbox"
         scratch.mkdir(parents=True, exist_ok=True)
-        judge = _judge_for(course, lesson_id, nb, scratch, data_path)
+        judge = _judge_for(course, lesson_id, nb, data_path)
         with judge or contextlib.nullcontext():
             outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
                                   lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None,
@@ -113,7 +113,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         return executed, resources
 
 
-def _judge_for(course: Course, lesson_id: str, nb, scratch: pathlib.Path, data: pathlib.Path | None):
+def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None):
     """A `Judge` for this submission when its lesson has speed checks and the instructor's source is here (None otherwise:
     without solutions/ a learner's own `check` measures in its kernel, as the self-check does)."""
     from .judge import Judge
@@ -124,7 +124,7 @@ def _judge_for(course: Course, lesson_id: str, nb, scratch: pathlib.Path, data: 
         return None
     if not course.has_hidden_tests or not lesson.speed_checks() or not lesson.source.exists():
         return None
-    return Judge(lesson.source, scratch, environment=sandbox.reference_environment(data), executed=nb)
+    return Judge(lesson.source, environment=sandbox.reference_environment(data), executed=nb)
 
 
 def enforce_verdicts(executed, checks: dict[str, list[str]], judge) -> None:

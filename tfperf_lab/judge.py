@@ -159,7 +159,7 @@ class Options:
 class Judge:
     """Speed verdicts for one submission; see the module docstring. Use as a context manager around the sandbox run."""
 
-    def __init__(self, source: pathlib.Path, scratch: pathlib.Path, *, environment: dict[str, str], executed: dict):
+    def __init__(self, source: pathlib.Path, *, environment: dict[str, str], executed: dict):
         self.source = source
         source_nb = notebook.read(source)
         checks = notebook.speed_checks(source_nb)
@@ -170,7 +170,8 @@ class Judge:
             grade_id = notebook.nbgrader_meta(cell).get("grade_id")
             if grade_id in checks:
                 self.windows[grade_id] = index
-        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="judge-", dir=scratch))
+        # a short path of its own: a Unix socket's path may not exceed 107 bytes, and work folders can be deep
+        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="tfperf-judge-", dir="/tmp" if os.path.isdir("/tmp") else None))
         (self.folder / "link").mkdir()
         (self.folder / "reference").mkdir()
         self.candidate_address = self.folder / "link" / "candidate.sock"
