@@ -235,11 +235,7 @@ class _Cgroup:
         """Stop every process of the job (nothing it started runs while the grader times the baseline); `thaw` resumes."""
         file = self._freeze_file()
         if file is None:
-            for pid in self._pids():
-                try:
-                    os.kill(pid, signal.SIGSTOP)
-                except ProcessLookupError:
-                    pass
+            _signal(self._pids(), signal.SIGSTOP)
             return
         file.write_text("1" if file.name == "cgroup.freeze" else "FROZEN")
         if file.name == "freezer.state":
@@ -251,11 +247,7 @@ class _Cgroup:
     def thaw(self) -> None:
         file = self._freeze_file()
         if file is None:
-            for pid in self._pids():
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+            _signal(self._pids(), signal.SIGCONT)
             return
         file.write_text("0" if file.name == "cgroup.freeze" else "THAWED")
 
@@ -289,6 +281,15 @@ class _Cgroup:
         self.folders = []
 
 
+def _signal(pids: list[int], number: int) -> None:
+    """Send a signal to each process that still exists (freezing without a cgroup freezer)."""
+    for pid in pids:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+
+
 class _ProcessTree:
     """Freezing without a cgroup: SIGSTOP and SIGCONT to every process descended from the job's first one."""
 
@@ -312,18 +313,10 @@ class _ProcessTree:
         return sorted(found - {self.root})
 
     def freeze(self) -> None:
-        for pid in self._pids():
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except ProcessLookupError:
-                pass
+        _signal(self._pids(), signal.SIGSTOP)
 
     def thaw(self) -> None:
-        for pid in self._pids():
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+        _signal(self._pids(), signal.SIGCONT)
 
 
 def _enter(argv: list[str]) -> None:
