@@ -43,8 +43,9 @@ HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
 BATCH_SECONDS = 120.0
 REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells run meanwhile
-MAX_BATCH = 0.5  # seconds the slower side's batch may take
-MIN_SAMPLE = 0.02  # seconds the faster side's batch should take, so messaging is ~1% of it
+MIN_SAMPLE = 0.02  # seconds the slower side's batch should take (the check's sample_time, if longer)
+MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging (~50 us a batch) stays a few percent of it
+MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
 TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
 
 
@@ -154,6 +155,15 @@ class Options:
         if "labels" in values:
             values["labels"] = tuple(values["labels"])[:2]
         return cls(**values)
+
+
+def batch_calls(fast: float, slow: float, sample_time: float = MIN_SAMPLE) -> int:
+    """Calls per batch, from one call's seconds on each side: the slower side runs about ``sample_time`` (20 ms), as
+    each side's sample does in the learner's self-check, unless the faster side would then run under MIN_FAST; never
+    more than MAX_BATCH seconds of the slower side, never fewer than one call."""
+    fast, slow = max(fast, 1e-7), max(slow, fast, 1e-7)
+    wanted = max(math.ceil(max(sample_time, MIN_SAMPLE) / slow), math.ceil(MIN_FAST / fast))
+    return max(1, min(wanted, math.floor(MAX_BATCH / slow)))
 
 
 class Judge:
@@ -407,8 +417,8 @@ class Judge:
             warm = ([b / options.warmup], [c / options.warmup])
         singles = [self._pair(reference, candidate, secrets.randbits(62), 1, options, order) for order in ("baseline", "candidate")]
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
-        fast, slow = max(min(per_b, per_c), 1e-7), max(per_b, per_c, 1e-7)
-        calls = max(1, min(math.ceil(max(options.sample_time, MIN_SAMPLE) / fast), max(1, math.floor(MAX_BATCH / slow))))
+        fast, slow = min(per_b, per_c), max(per_b, per_c)
+        calls = batch_calls(fast, slow, options.sample_time)
         samples: tuple[list[float], list[float]] = ([], [])
         ci = (0.0, math.inf)
         for index in range(options.max_rounds):
