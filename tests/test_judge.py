@@ -9,6 +9,7 @@ outside its test cell or twice, and say when a check was never served.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -119,3 +120,35 @@ def test_batches_are_sized_by_the_slower_side_with_a_floor_for_the_faster_one():
     assert judge.batch_calls(0.001, 0.002, sample_time=0.1) == 50
     assert judge.batch_calls(1e-5, 2e-5) == 1000
     assert judge.batch_calls(0.0, 0.0) >= 1
+
+
+def test_a_busy_grading_process_does_not_touch_the_measurement(tiny):
+    # Another worker's nbgrader steps run as threads of the grading process. Sorting a long list holds the interpreter
+    # lock for a few tenths of a second at a time: a clock in this process would add that wait to the batch it lands on
+    # (the 2 ms baseline measured 229 ms a call that way). The rounds run in a timer process of their own.
+    # (The candidate is served from a process of its own here, as the learner's kernel is.)
+    source, nb, environment, scratch = tiny
+    serve = ("import sys\nfrom tfperf import link\n"
+             "print(link.serve('tiny', lambda v: v * 2, draw=lambda rng: rng.random(4), address=sys.argv[1]))\n")
+    stop = threading.Event()
+
+    def hold_the_lock():
+        numbers = list(range(1_500_000, 0, -1))
+        while not stop.is_set():
+            sorted(numbers, key=int)
+
+    holder = threading.Thread(target=hold_the_lock, daemon=True)
+    with judge.Judge(source, environment=environment, executed=nb) as referee:
+        reader, writer = os.pipe()
+        referee.progress(os.fdopen(reader, "rb"))
+        with os.fdopen(writer, "wb", buffering=0) as progress:
+            progress.write(b"start 2\n")
+            holder.start()
+            try:
+                kernel = subprocess.run([sys.executable, "-c", serve, str(referee.candidate_address)], capture_output=True, text=True, timeout=120)
+            finally:
+                stop.set()
+                holder.join()
+    assert "'passed'" in kernel.stdout, (kernel.stdout, kernel.stderr[-2000:], referee.notes)
+    (record,) = referee.records
+    assert record.baseline["median"] < 0.05, f"the baseline sleeps 2 ms a call and measured {record.baseline['median'] * 1e3:.0f} ms: the lock's waits were timed"

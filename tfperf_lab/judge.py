@@ -21,6 +21,7 @@ import json
 import math
 import os
 import pathlib
+import pickle
 import secrets
 import shutil
 import signal
@@ -345,7 +346,7 @@ class Judge:
         for other in others:
             other._pause()
         try:
-            comparison = self._rounds(reference, candidate, options)
+            comparison = self._measure(reference, candidate, options)
         except _Failed as failure:
             reason = str(failure)
             self.notes.append(f"speed check {name}: {reason}")
@@ -382,9 +383,57 @@ class Judge:
         if self.group is not None:
             self.group.thaw()
 
+    def _measure(self, reference: _Side, candidate: _Side, options: Options) -> timing.Comparison:
+        """Run the paired rounds in a process of its own (`_timer_main`), so no other thread of this grading process
+        (another worker's nbgrader steps, a feedback page) can hold the interpreter's lock when an answer arrives and
+        add its wait to the faster side's time; build the `Comparison` from what that process measured."""
+        job = pickle.dumps({"fds": (reference.connection.fileno(), candidate.connection.fileno()), "options": options, "group": self.group})
+        try:
+            done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.judge"], input=job, capture_output=True,
+                                  pass_fds=job_fds(reference, candidate), timeout=options.budget + 6 * BATCH_SECONDS, env=_timer_env())
+        except subprocess.TimeoutExpired:
+            raise _Failed("took longer than the check's time allows; not measured") from None
+        finally:
+            self._thaw()
+        try:
+            result = json.loads(done.stdout)
+        except ValueError:
+            raise _Failed(f"could not be measured: the grader's timer stopped ({done.returncode}; a course problem: tell your instructor): "
+                          f"{done.stderr.decode('utf-8', 'replace')[-300:]}") from None
+        if "failed" in result:
+            raise _Failed(result["failed"])
+        metadata = {"grader": True, "frozen": self.group.freezer if self.group is not None else "none", "timer": "own process"}
+        samples, warm = result["samples"], result["warm"]
+        results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
+                        for side in (0, 1))
+        from tfperf import env as tf_env
+
+        return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
+                                 options.at_least, 0.05, result["elapsed"], tf_env.fingerprint())
+
+    def records_text(self) -> str:
+        return "".join(record.to_json() + "\n" for record in self.records)
+
+
+# -- the timer: the paired rounds, in a process of its own -----------------------------------------------------------
+def job_fds(*sides: _Side) -> tuple[int, ...]:
+    return tuple(side.connection.fileno() for side in sides)
+
+
+def _timer_env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
+
+
+class _Rounds:
+    """Paired, interleaved batches of both sides on seeds this process draws, timed by its clock, the learner's sandbox
+    frozen (``group``) while the baseline runs."""
+
+    def __init__(self, reference: _Side, candidate: _Side, options: Options, group):
+        self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
+
     def _timed(self, side: _Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list]:
-        if baseline:
-            self._freeze()
+        if baseline and self.group is not None:
+            self.group.freeze()
         try:
             return side.batch(seed, calls)
         except (OSError, ValueError) as error:
@@ -392,37 +441,36 @@ class Judge:
         except _Failed as failure:
             raise _Failed(f"{what} {failure}") from None
         finally:
-            if baseline:
-                self._thaw()
+            if baseline and self.group is not None:
+                self.group.thaw()
 
-    def _pair(self, reference: _Side, candidate: _Side, seed: int, calls: int, options: Options, first: str) -> tuple[float, float]:
+    def pair(self, seed: int, calls: int, first: str) -> tuple[float, float]:
         """One batch of each side on the same seed, in the given order; checks the outputs; returns both times."""
         times, digests = {}, {}
-        for role in ((("baseline", "candidate") if first == "baseline" else ("candidate", "baseline"))):
-            side = reference if role == "baseline" else candidate
+        for role in (("baseline", "candidate") if first == "baseline" else ("candidate", "baseline")):
+            side = self.reference if role == "baseline" else self.candidate
             what = "the reference" if role == "baseline" else "your code"
             times[role], digests[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
         for index, (want, got) in enumerate(zip(digests["baseline"], digests["candidate"])):
-            if not _matches(got, want, options.rtol, options.atol):
+            if not _matches(got, want, self.options.rtol, self.options.atol):
                 raise _Failed(f"your outputs differ from the reference's on the same inputs (call {index + 1} of a batch: "
                               f"digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist() if isinstance(got, list) else got} "
                               f"against {np.round(np.asarray(want, dtype=float)[:3], 6).tolist()}); not measured")
         return times["baseline"], times["candidate"]
 
-    def _rounds(self, reference: _Side, candidate: _Side, options: Options) -> timing.Comparison:
-        began = time.perf_counter()
+    def run(self) -> dict:
+        options, began = self.options, time.perf_counter()
         warm = ([], [])
         if options.warmup:
-            b, c = self._pair(reference, candidate, secrets.randbits(62), options.warmup, options, "baseline")
+            b, c = self.pair(secrets.randbits(62), options.warmup, "baseline")
             warm = ([b / options.warmup], [c / options.warmup])
-        singles = [self._pair(reference, candidate, secrets.randbits(62), 1, options, order) for order in ("baseline", "candidate")]
+        singles = [self.pair(secrets.randbits(62), 1, order) for order in ("baseline", "candidate")]
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
-        fast, slow = min(per_b, per_c), max(per_b, per_c)
-        calls = batch_calls(fast, slow, options.sample_time)
+        calls = batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time)
         samples: tuple[list[float], list[float]] = ([], [])
         ci = (0.0, math.inf)
         for index in range(options.max_rounds):
-            b, c = self._pair(reference, candidate, secrets.randbits(62), calls, options, "baseline" if index % 2 == 0 else "candidate")
+            b, c = self.pair(secrets.randbits(62), calls, "baseline" if index % 2 == 0 else "candidate")
             samples[0].append(b / calls)
             samples[1].append(c / calls)
             if index + 1 < options.min_rounds:
@@ -431,13 +479,24 @@ class Judge:
             ci = timing._bootstrap_ci(ratios, options.confidence, 0)
             if timing._decided(ci, options.at_least, 0.05) or time.perf_counter() - began > options.budget:
                 break
-        metadata = {"grader": True, "frozen": self.group.freezer if self.group is not None else "none"}
-        results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), calls, tuple(warm[side]), metadata)
-                        for side in (0, 1))
-        from tfperf import env as tf_env
+        return {"samples": samples, "warm": warm, "calls": calls, "ci": ci, "elapsed": time.perf_counter() - began}
 
-        return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), ci, options.confidence,
-                                 options.at_least, 0.05, time.perf_counter() - began, tf_env.fingerprint())
 
-    def records_text(self) -> str:
-        return "".join(record.to_json() + "\n" for record in self.records)
+def _timer_main() -> int:
+    """``python -I -m tfperf_lab.judge``: one measurement. Reads the pickled job (two socket descriptors, the options,
+    the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
+    import pickle as _pickle
+
+    job = _pickle.loads(sys.stdin.buffer.read())
+    sides = [_Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
+    try:
+        result = _Rounds(sides[0], sides[1], job["options"], job["group"]).run()
+    except _Failed as failure:
+        result = {"failed": str(failure)}
+    sys.stdout.write(json.dumps(result))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_timer_main())
