@@ -152,3 +152,17 @@ def test_a_busy_grading_process_does_not_touch_the_measurement(tiny):
     assert "'passed'" in kernel.stdout, (kernel.stdout, kernel.stderr[-2000:], referee.notes)
     (record,) = referee.records
     assert record.baseline["median"] < 0.05, f"the baseline sleeps 2 ms a call and measured {record.baseline['median'] * 1e3:.0f} ms: the lock's waits were timed"
+
+
+def test_a_judge_that_cannot_start_says_so_and_leaves_nothing_behind(tiny, monkeypatch):
+    source, nb, environment, _ = tiny
+
+    def refuse(path):
+        raise OSError(36, "File name too long")
+
+    monkeypatch.setattr(judge, "_listener", refuse)
+    referee = judge.Judge(source, environment=environment, executed=nb)
+    with pytest.raises(judge.JudgeUnavailable, match="could not start timing .* not of the notebook"):
+        with referee:
+            pass
+    assert not referee.folder.exists() and referee not in judge._ACTIVE

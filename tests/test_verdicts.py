@@ -78,3 +78,20 @@ def test_a_faked_trace_count_loses_both_points(graded_03):
     """Finding 6 (lesson 03): a step that retraces per batch size claims one trace; the grader's fresh batch sizes expose it."""
     got = scores(graded_03["cheat_fake_trace_count"])
     assert got["train_step_traces_once"] == 0 and got["train_step_is_faster"] == 0, "\n".join(graded_03["cheat_fake_trace_count"].lines())
+
+
+def test_a_grader_that_cannot_time_the_checks_grades_nothing_and_says_why(tmp_path, monkeypatch):
+    from tfperf_lab import batch, judge
+
+    def refuse(path):
+        raise OSError(36, "File name too long")
+
+    monkeypatch.setattr(judge, "_listener", refuse)
+    mine = tmp_path / "mine" / f"{L01.id}.ipynb"
+    mine.parent.mkdir()
+    mine.write_bytes(L01.source.read_bytes())
+    result = batch.check(COURSE, mine)
+    said = "\n".join(result.lines())
+    assert "could not start timing this lesson's speed checks" in said and "not of the notebook" in said, said
+    assert not any(cell.score for cell in result.cells), said
+    assert mine.read_bytes() == L01.source.read_bytes()

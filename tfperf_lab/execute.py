@@ -90,11 +90,17 @@ class SandboxedExecute(NbGraderPreprocessor):
         data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
         scratch = records.parent.parent / "sandbox"
         scratch.mkdir(parents=True, exist_ok=True)
+        from .judge import JudgeUnavailable
+
         judge = _judge_for(course, lesson_id, nb, data_path)
-        with judge or contextlib.nullcontext():
-            outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
-                                  lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None,
-                                  judge=judge)
+        try:
+            with judge or contextlib.nullcontext():
+                outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
+                                      lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None,
+                                      judge=judge)
+        except JudgeUnavailable as error:  # nothing ran: say exactly why (the result's "problem")
+            (records / f"{lesson_id}.run.json").write_text(json.dumps({"problem": str(error), "finished": time.time()}), encoding="utf-8")
+            raise
         (records / f"{lesson_id}.jsonl").write_text(outcome.records, encoding="utf-8")
         (records / f"{lesson_id}.verdicts.jsonl").write_text(judge.records_text() if judge else "", encoding="utf-8")
         (records / f"{lesson_id}.run.json").write_text(json.dumps({

@@ -102,6 +102,10 @@ class _Side:
                 pass
 
 
+class JudgeUnavailable(RuntimeError):
+    """The judge could not start (its sockets or its reference process): the submission is not graded, and says why."""
+
+
 class _Failed(Exception):
     """A side did not answer as the protocol asks (the message says how)."""
 
@@ -203,11 +207,20 @@ class Judge:
 
     # -- life cycle -----------------------------------------------------------------------------------------------
     def __enter__(self) -> "Judge":
+        try:
+            self._candidates = _listener(self.candidate_address)
+            self._references = _listener(self.reference_address)
+            self._start_reference()
+        except OSError as error:
+            for name in ("_candidates", "_references"):
+                if hasattr(self, name):
+                    getattr(self, name).close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise JudgeUnavailable(f"the grader could not start timing this lesson's speed checks ({type(error).__name__}: {error}). "
+                                   f"A problem of the grading machine, not of the notebook: nothing was graded; grade it again "
+                                   f"once fixed") from error
         with _ACTIVE_LOCK:
             _ACTIVE.add(self)
-        self._candidates = _listener(self.candidate_address)
-        self._references = _listener(self.reference_address)
-        self._start_reference()
         for target in (self._accept_references, self._accept_candidates):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
