@@ -75,24 +75,27 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
     from . import flake
 
     campaigns = flake.load_campaigns(folder or flake_folder(course))
-    busy = [c for c in campaigns if c["workers"] == 1]
+    busy = [c for c in campaigns if c["hogs"] >= 1]  # with cores busy, one or two workers (a measurement pauses the other job)
     rows = sorted(((c, r) for c in busy for r in c["rows"]),
                   key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"], item[0]["hogs"]))
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | "
-             "slowest decision | busy cores | load | timed by |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "slowest decision | busy cores | workers | load | timed by |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for campaign, r in rows:
         slowest = f"{r['rounds_max']} rounds, {r['elapsed_max']:.1f} s" if r.get("rounds_max") else "-"
         lines.append(f"| {r['lesson'][:2]} | `{r['cell']}` | {r['answer'].replace('_', ' ')} | {r['passed']} / {r['runs']} | "
                      f"{fmt(r['speedup_median'])}x | {fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
-                     f"{slowest} | {campaign['hogs']} | {fmt(r.get('load_median'))} | "
+                     f"{slowest} | {campaign['hogs']} | {campaign['workers']} | {fmt(r.get('load_median'))} | "
                      f"{'the grader' if campaign.get('verdicts') == 'grader' else 'the kernel (before the judge)'} |")
-    reference = [r for _, r in rows if r["answer"] == "reference"]
-    unoptimized = [r for _, r in rows if r["answer"] != "reference"]
-    lines += ["", f"One worker: {sum(r['runs'] - r['passed'] for r in reference)} false failures in {sum(r['runs'] for r in reference)} "
-                  f"reference runs of {len(reference)} speed checks; {sum(r['passed'] for r in unoptimized)} false passes in "
-                  f"{sum(r['runs'] for r in unoptimized)} runs of {len(unoptimized)} unoptimized answers."]
+    lines.append("")
+    for hogs in sorted({c["hogs"] for c in busy}):
+        reference = [r for c, r in rows if c["hogs"] == hogs and r["answer"] == "reference"]
+        unoptimized = [r for c, r in rows if c["hogs"] == hogs and r["answer"] != "reference"]
+        lines.append(f"- {hogs} busy core{'s' if hogs > 1 else ''}: {sum(r['runs'] - r['passed'] for r in reference)} false failures in "
+                     f"{sum(r['runs'] for r in reference)} reference runs of {len(reference)} speed checks; "
+                     f"{sum(r['passed'] for r in unoptimized)} false passes in {sum(r['runs'] for r in unoptimized)} runs of "
+                     f"{len(unoptimized)} unoptimized answers.")
     lines += ["", "| workers | busy cores beside | grading | lessons | reference runs | false failures | "
                   "smallest margin (lowest bound / threshold) | slowest decision | notebooks a minute | per core |",
               "|---|---|---|---|---|---|---|---|---|---|"]
