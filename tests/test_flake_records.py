@@ -40,6 +40,25 @@ def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
         assert rows and all(r["runs"] >= 20 and r["passed"] == 0 for r in rows), (variant.name, cell_id, rows)
 
 
+GRADER_BUSY = [c for c in flake.load_campaigns(readme.flake_folder(COURSE)) if c.get("verdicts") == "grader" and c["hogs"] >= 1]
+
+
+@pytest.mark.parametrize("campaign", GRADER_BUSY, ids=lambda c: c["file"])
+def test_a_campaign_the_grader_timed_covers_every_check_and_every_answer_of_its_lesson_without_a_false_outcome(campaign):
+    """Each committed campaign of issue 14 (the grader timing, cores busy): the reference and every unoptimized answer,
+    the cheats included, 20 runs each on every speed check it should pass or fail, at today's thresholds."""
+    for lesson_id in {r["lesson"] for r in campaign["rows"]}:
+        checks = COURSE.lesson(lesson_id).speed_checks()
+        answers = [("reference", cell, 20) for cell in checks] + [
+            (variant.name, cell, 0) for variant in variants.for_lesson(lesson_id) for cell in set(variant.loses) & set(checks)]
+        for answer, cell, passes_per_20 in answers:
+            rows = [r for r in campaign["rows"] if (r["lesson"], r["cell"], r["answer"]) == (lesson_id, cell, answer)]
+            assert len(rows) == 1 and rows[0]["runs"] >= 20, f"{campaign['file']}: no 20 runs of {answer} on {cell}"
+            assert rows[0]["threshold"] == _threshold(lesson_id, cell), f"{campaign['file']}: {cell}'s threshold changed since: measure again"
+            assert rows[0]["passed"] == rows[0]["runs"] * passes_per_20 // 20, (campaign["file"], rows[0])
+            assert rows[0]["measured_by"] == "grader", rows[0]
+
+
 def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_a_variant_leaves_alone(tmp_path):
     variant = next(v for v in variants.VARIANTS if v.lesson == "03_tf_function" and v.name == "eager_train_step")
     other = next(cell for cell in COURSE.lesson(variant.lesson).speed_checks() if cell not in variant.loses)
