@@ -54,7 +54,8 @@ def test_a_campaign_the_grader_timed_covers_every_check_and_every_answer_of_its_
         for answer, cell, passes_per_20 in answers:
             rows = [r for r in campaign["rows"] if (r["lesson"], r["cell"], r["answer"]) == (lesson_id, cell, answer)]
             assert len(rows) == 1 and rows[0]["runs"] >= 20, f"{campaign['file']}: no 20 runs of {answer} on {cell}"
-            assert rows[0]["threshold"] == _threshold(lesson_id, cell), f"{campaign['file']}: {cell}'s threshold changed since: measure again"
+            measured = rows[0]["speedup_median"] is not None  # a check never served (a forged record) has no threshold to be stale
+            assert not measured or rows[0]["threshold"] == _threshold(lesson_id, cell), f"{campaign['file']}: {cell}'s threshold changed since: measure again"
             assert rows[0]["passed"] == rows[0]["runs"] * passes_per_20 // 20, (campaign["file"], rows[0])
             assert rows[0]["measured_by"] == "grader", rows[0]
 
@@ -88,3 +89,15 @@ def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_s
     assert sorted(covered) == sorted(SPEED_CHECKS), f"measure it: tfperf-lab flake --runs 20 --workers {workers} --out docs/flake/workers-{workers}.json"
     assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for r in covered.values()), covered
     assert all(r["threshold"] == _threshold(*key) for key, r in covered.items()), "a threshold changed since: measure again"
+
+
+def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
+    # a forged record and no check served: the judged grading measured nothing and gave no points; the row is the grader's
+    from tfperf_lab.results import CellResult, SubmissionResult
+
+    cell = CellResult("handle_is_faster", 0, 2, "auto", "failed")
+    judged = SubmissionResult("s", "01_callable_handles", cells=[cell], judged=True)
+    row = flake._row("01_callable_handles", "handle_is_faster", ["exercise_handle_vs_sess_run"], "cheat_forged_record", [judged], 1.0)
+    assert row["measured_by"] == "grader" and row["passed"] == 0, row
+    unjudged = SubmissionResult("s", "01_callable_handles", cells=[cell])
+    assert flake._row("01_callable_handles", "handle_is_faster", ["x"], "a", [unjudged], 1.0)["measured_by"] == "kernel"

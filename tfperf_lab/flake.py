@@ -122,8 +122,9 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         "rounds_max": max(m.rounds for m in measured) if measured else None,
         "elapsed_max": max(m.elapsed for m in measured) if measured else None,
         "seconds_per_notebook": seconds,
-        # who timed it: the grader (tfperf_lab.judge, outside the learner's kernel) or the kernel itself (before the judge)
-        "measured_by": "grader" if measured and all(m.technique == TECHNIQUE for m in measured) else "kernel",
+        # who timed it: the grader (tfperf_lab.judge, outside the learner's kernel) or the kernel itself (before the judge);
+        # a judged grading decides a check even when it measured nothing (a check never served scores no speed points)
+        "measured_by": "grader" if all(result.judged for result in graded) and all(m.technique == TECHNIQUE for m in measured) else "kernel",
     }
 
 

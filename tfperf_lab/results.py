@@ -38,6 +38,7 @@ class SubmissionResult:
     feedback: pathlib.Path | None = None
     sandbox: str = ""
     stages: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per grading stage (benchmarks/)
+    judged: bool = False  # the grader timed the speed checks (tfperf_lab.judge): only its measurements decided speed points
 
     @property
     def score(self) -> float:

@@ -75,7 +75,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         records = parse_records(execution.verdicts, source="the grader's verdicts") + [r for r in records if r.name not in graded]
         unreadable = None  # the notebook's records no longer decide anything
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
-                              sandbox=execution.backend)
+                              sandbox=execution.backend, judged=execution.judged)
     if unreadable:
         result.notes.append(unreadable)
     result.notes += [str(note) for note in execution.judge_notes]
