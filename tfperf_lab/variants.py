@@ -2,8 +2,8 @@
 
 Each variant is the reference solution with text replaced in one or more solution cells. It must keep the points of
 ``keeps`` and score 0 on ``loses``, on every grading run: the pipeline tests check this once, and
-``tfperf-lab flake --variants`` checks it many times, under load (``campaign``: whether the committed flake
-campaigns must cover it; variants that only the pipeline tests grade say so).
+``tfperf-lab flake --variants`` checks it many times, under load: the committed campaigns cover every variant
+(tests/test_flake_records.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ class Variant:
     changes: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (cell id, ((old, new), ...)), ...
     keeps: tuple[str, ...]
     loses: tuple[str, ...]
-    campaign: bool = True
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -114,7 +113,7 @@ VARIANTS.append(one("03_tf_function", "eager_train_step", "make_train_step_solut
 _B_UNCHANGED = (("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    return make_slow_step(w, b)\n"),)
 VARIANTS.append(one("03_tf_function", "retracing_step_unchanged", "make_fast_step_solution", _B_UNCHANGED,
                     keeps=("fast_step_same_result",), loses=("fast_step_traces_at_most_twice", "fast_step_is_faster")))
-# Lesson 03 answers that change both exercises (graded by the pipeline tests, not yet by a flake campaign): the plausible
+# Lesson 03 answers that change both exercises (graded by the pipeline tests and the flake campaigns): the plausible
 # non-fixes `tf.function` without a signature (fast on one batch size, retraces per size) and `reduce_retracing=True`,
 # and a step left eager (faster than the retracing one, but no graph at all).
 _B_HEAD = ("    @tf.function(input_signature=signature)\n    def sgd_step(x, y, step):\n"
@@ -124,18 +123,16 @@ VARIANTS += [
     Variant("03_tf_function", "eager_step_and_slow_step_unchanged",
             (("make_train_step_solution", ((_A_DECORATOR, "    def step(x, y):\n"),)), ("make_fast_step_solution", _B_UNCHANGED)),
             keeps=("train_step_matches_eager", "fast_step_same_result"),
-            loses=("train_step_traces_once", "train_step_is_faster", "fast_step_traces_at_most_twice", "fast_step_is_faster"),
-            campaign=False),
+            loses=("train_step_traces_once", "train_step_is_faster", "fast_step_traces_at_most_twice", "fast_step_is_faster")),
     Variant("03_tf_function", "no_signature_and_reduce_retracing",
             (("make_train_step_solution", ((_A_DECORATOR, "    @tf.function\n    def step(x, y):\n"),)),
              ("make_fast_step_solution", ((_B_HEAD, "    @tf.function(reduce_retracing=True)\n    def sgd_step(x, y, step):\n" + _B_SLOW_MATHS),))),
             keeps=("train_step_matches_eager", "fast_step_same_result"),  # the grader's batches of 16-64 make retracing slow
-            loses=("train_step_traces_once", "train_step_is_faster", "fast_step_traces_at_most_twice", "fast_step_is_faster"),
-            campaign=False),
+            loses=("train_step_traces_once", "train_step_is_faster", "fast_step_traces_at_most_twice", "fast_step_is_faster")),
     Variant("03_tf_function", "eager_sgd_step",
             (("make_fast_step_solution", ((_B_HEAD, "    def sgd_step(x, y, step):\n" + _B_SLOW_MATHS),)),),
             keeps=("train_step_matches_eager", "train_step_traces_once", "train_step_is_faster", "fast_step_same_result"),
-            loses=("fast_step_traces_at_most_twice", "fast_step_is_faster"), campaign=False),
+            loses=("fast_step_traces_at_most_twice", "fast_step_is_faster")),
 ]
 
 VARIANTS.append(one("04_tf_data", "naive_pipeline", "fast_pipeline_solution",
@@ -183,7 +180,7 @@ VARIANTS.append(one("10_capstone", "list_of_batches", "make_dataset_solution",
 
 # Issue 14's cheats: a slow answer plus a trick played inside the learner's kernel. Each earned speed points while the
 # speed checks were timed in that kernel; now the grader times them (tfperf_lab.judge) and none may. Graded by
-# tests/test_verdicts.py; not yet by a committed flake campaign (campaign=False).
+# tests/test_verdicts.py and by the flake campaigns.
 _C_HANDLE = "    handle = sess._make_callable_from_options(options)\n"
 _C_SLOW_HANDLE = _C_HANDLE + "    def handle(*values):\n        return sess.run(fetch + target, dict(zip(feed, values)))[: len(fetch)]\n"
 _C_RETURN = "    return run_callable\n"
@@ -255,20 +252,20 @@ _C_L01 = ("handle_matches_sess_run", "handle_rejects_bad_elements")
 _C_SLOW = ((_C_HANDLE, _C_SLOW_HANDLE),)
 CHEATS = [
     one("01_callable_handles", "cheat_percentile", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_PERCENTILE),),
-        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster")),
     one("01_callable_handles", "cheat_clock", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_CLOCK),),
-        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster")),
     one("01_callable_handles", "cheat_forged_record", "make_callable_solution", _C_SLOW + ((_C_RETURN, _C_RETURN + _C_FORGED),),
-        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster")),
     one("01_callable_handles", "cheat_slowed_baseline", "make_callable_solution",
         (("        return handle(*[", "        __import__('time').sleep(0.001)\n        return handle(*["), (_C_RETURN, _C_RETURN + _C_SLOWED_BASELINE)),
-        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster")),
     one("01_callable_handles", "cheat_unbound_run", "make_callable_solution", ((_C_HANDLE, _C_HANDLE + _C_UNBOUND),),
-        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster"), campaign=False),
+        keeps=_C_L01, loses=("handle_built_once", "handle_is_faster")),
     one("03_tf_function", "cheat_memo", "make_train_step_solution", ((_C_SIGNED_STEP, _C_MEMO_STEP),),
-        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster"), campaign=False),
+        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster")),
     one("03_tf_function", "cheat_fake_trace_count", "make_train_step_solution", ((_C_SIGNED_STEP, _C_FAKE_COUNT),),
-        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster"), campaign=False),
+        keeps=("train_step_matches_eager",), loses=("train_step_traces_once", "train_step_is_faster")),
 ]
 VARIANTS += CHEATS
 
