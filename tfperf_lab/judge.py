@@ -495,7 +495,7 @@ class _Rounds:
         return {"samples": samples, "warm": warm, "calls": calls, "ci": ci, "elapsed": time.perf_counter() - began}
 
 
-def _timer_main() -> int:
+def _timer_main() -> None:
     """``python -I -m tfperf_lab.judge``: one measurement. Reads the pickled job (two socket descriptors, the options,
     the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
     import pickle as _pickle
@@ -508,8 +508,7 @@ def _timer_main() -> int:
         result = {"failed": str(failure)}
     sys.stdout.write(json.dumps(result))
     sys.stdout.flush()
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_timer_main())
+    _timer_main()
