@@ -125,7 +125,7 @@ def test_batches_are_sized_by_the_slower_side_with_a_floor_for_the_faster_one():
 def test_a_busy_grading_process_does_not_touch_the_measurement(tiny):
     # Another worker's nbgrader steps run as threads of the grading process. Sorting a long list holds the interpreter
     # lock for a few tenths of a second at a time: a clock in this process would add that wait to the batch it lands on
-    # (the 2 ms baseline measured 229 ms a call that way). The rounds run in a timer process of their own.
+    # (the 2 ms baseline measured 229-314 ms a call that way). The rounds run in a timer process of their own.
     # (The candidate is served from a process of its own here, as the learner's kernel is.)
     source, nb, environment, scratch = tiny
     serve = ("import sys\nfrom tfperf import link\n"

@@ -400,14 +400,13 @@ class Judge:
         """Run the paired rounds in a process of its own (`_timer_main`), so no other thread of this grading process
         (another worker's nbgrader steps, a feedback page) can hold the interpreter's lock when an answer arrives and
         add its wait to the faster side's time; build the `Comparison` from what that process measured."""
-        job = pickle.dumps({"fds": (reference.connection.fileno(), candidate.connection.fileno()), "options": options, "group": self.group})
-        try:
+        fds = (reference.connection.fileno(), candidate.connection.fileno())
+        job = pickle.dumps({"fds": fds, "options": options, "group": self.group})
+        try:  # the caller (_judge) thaws the sandbox afterwards, whatever happened here
             done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.judge"], input=job, capture_output=True,
-                                  pass_fds=job_fds(reference, candidate), timeout=options.budget + 6 * BATCH_SECONDS, env=_timer_env())
+                                  pass_fds=fds, timeout=options.budget + 6 * BATCH_SECONDS, env=_timer_env())
         except subprocess.TimeoutExpired:
             raise _Failed("took longer than the check's time allows; not measured") from None
-        finally:
-            self._thaw()
         try:
             result = json.loads(done.stdout)
         except ValueError:
@@ -429,10 +428,6 @@ class Judge:
 
 
 # -- the timer: the paired rounds, in a process of its own -----------------------------------------------------------
-def job_fds(*sides: _Side) -> tuple[int, ...]:
-    return tuple(side.connection.fileno() for side in sides)
-
-
 def _timer_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
 
@@ -498,9 +493,7 @@ class _Rounds:
 def _timer_main() -> None:
     """``python -I -m tfperf_lab.judge``: one measurement. Reads the pickled job (two socket descriptors, the options,
     the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
-    import pickle as _pickle
-
-    job = _pickle.loads(sys.stdin.buffer.read())
+    job = pickle.loads(sys.stdin.buffer.read())
     sides = [_Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
     try:
         result = _Rounds(sides[0], sides[1], job["options"], job["group"]).run()
