@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tfperf import link
-from tfperf_lab import judge, notebook, sandbox
+from tfperf_lab import judge, notebook, sandbox, timer
 
 FIXTURE = "import time\nimport numpy as np\nimport tfperf\n"
 TEST = ('def slow(v):\n    time.sleep(0.002)\n    return v * 2\n\n\n'
@@ -104,22 +104,22 @@ def test_digests_need_every_element_and_tolerate_rounding():
     assert a == [0.5, 0.25, 1.0, 15.0, 55.0, 6.0]
     changed = np.arange(6.0)
     changed[5] += 1
-    assert not judge._matches(link.digest([changed]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
-    assert judge._matches(link.digest([np.arange(6.0) * (1 + 1e-7)]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
+    assert not timer.matches(link.digest([changed]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
+    assert timer.matches(link.digest([np.arange(6.0) * (1 + 1e-7)]), link.digest([np.arange(6.0)]), 1e-4, 1e-6)
 
 
 def test_batches_are_sized_by_the_slower_side_with_a_floor_for_the_faster_one():
     # like the self-check's samples: the slower side about 20 ms a batch
-    assert judge.batch_calls(0.001, 0.003) == 7
-    assert judge.batch_calls(0.003, 0.003) == 7
+    assert timer.batch_calls(0.001, 0.003) == 7
+    assert timer.batch_calls(0.003, 0.003) == 7
     # a large ratio: the faster side still runs 2 ms, the slower side at most 0.25 s
-    assert judge.batch_calls(0.0005, 0.010) == 4
-    assert judge.batch_calls(0.0005, 0.087) == 2
-    assert judge.batch_calls(0.0005, 0.4) == 1
+    assert timer.batch_calls(0.0005, 0.010) == 4
+    assert timer.batch_calls(0.0005, 0.087) == 2
+    assert timer.batch_calls(0.0005, 0.4) == 1
     # a longer sample_time from the check is honoured; tiny calls are batched
-    assert judge.batch_calls(0.001, 0.002, sample_time=0.1) == 50
-    assert judge.batch_calls(1e-5, 2e-5) == 1000
-    assert judge.batch_calls(0.0, 0.0) >= 1
+    assert timer.batch_calls(0.001, 0.002, sample_time=0.1) == 50
+    assert timer.batch_calls(1e-5, 2e-5) == 1000
+    assert timer.batch_calls(0.0, 0.0) >= 1
 
 
 def test_a_busy_grading_process_does_not_touch_the_measurement(tiny):

@@ -8,6 +8,8 @@ Learners' notebooks import only `tfperf`; this package needs the ``[grader]`` ex
 - Grading in stages, data flowing one way: `stage` (check, identify, repair a submission) -> `execute` (nbgrader's
   autograde with `SandboxedExecute`, the kernel in a `sandbox` running `runner`) -> `score` (points from the executed
   notebook, on the host) -> `batch` (a class folder or one learner's check: workers, resume, CSV, feedback).
+- Speed verdicts, outside the learner's kernel: `judge` (per submission: the sockets, the clean `reference` process,
+  pausing other jobs while one measures) -> `timer` (the grader's clock: paired rounds in a process of its own).
 - `untrusted`: checks on what goes into a sandbox and sanitizing of what comes out; `feedback`: what a learner may see.
 - `results`: what grading returns. `variants`: the registry of correct-but-unoptimized answers. `flake`: campaigns.
 - `report`: the main job (the course report). `readme`: every generated README block. `lint`, `stamp`: notebook rules

@@ -5,24 +5,21 @@ a clean reference process (`tfperf_lab.reference`) that runs only the instructor
 ``speed-fixture`` and the speed test cells). When the learner's kernel reaches a speed test cell, its
 `tfperf.assert_speedup` connects and serves the candidate (`tfperf.link`); the reference process serves the baseline
 from the same test cell, with settings (threshold, rounds, budget, tolerances) taken from the instructor's copy only.
-The judge then runs paired rounds in alternating order, each a batch of calls on arguments drawn from a fresh seed it
-chose, timed by its own clock from request to answer. While the baseline runs, the learner's sandbox is frozen (its
-cgroup), so nothing the learner started can slow the baseline down. Every answer's output digests must match the
-reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from this process and
-become the `Record` the score stage uses; the kernel only hears the verdict.
+The judge hands both connections to the grader's clock (`tfperf_lab.timer`, a process of its own): paired rounds in
+alternating order, each a batch of calls on arguments drawn from a fresh seed it chose, timed from request to answer,
+the learner's sandbox frozen (its cgroup) while the baseline runs, every answer's output digests matched against the
+reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from the grader's side
+and become the `Record` the score stage uses; the kernel only hears the verdict. While one judge measures, every other
+grading job of this process is paused.
 
 A candidate is accepted only while the runner reports the speed check's own test cell executing, and only once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 import os
 import pathlib
-import pickle
-import secrets
 import shutil
 import signal
 import socket
@@ -32,21 +29,14 @@ import tempfile
 import threading
 import time
 
-import numpy as np
-
-from tfperf import timing
 from tfperf.report import Record
 
-from . import notebook
+from . import notebook, timer
+from .timer import LINE_LIMIT, Failed, Options, Side
 
-LINE_LIMIT = 1 << 20  # bytes in one answer: digests are a few numbers per call
 HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
-BATCH_SECONDS = 120.0
 REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells run meanwhile
-MIN_SAMPLE = 0.02  # seconds the slower side's batch should take (the check's sample_time, if longer)
-MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging (~50 us a batch) stays a few percent of it
-MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
 TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
 
 
@@ -57,57 +47,8 @@ _ACTIVE: set = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-class _Side:
-    """One connected server: the learner's kernel or the reference process."""
-
-    def __init__(self, connection: socket.socket, hello: dict):
-        self.connection = connection
-        self.stream = connection.makefile("rwb")
-        self.hello = hello
-        self.name = str(hello.get("hello"))
-
-    def send(self, message: dict) -> None:
-        self.stream.write(json.dumps(message).encode() + b"\n")
-        self.stream.flush()
-
-    def batch(self, seed: int, calls: int, timeout: float = BATCH_SECONDS) -> tuple[float, list]:
-        """Seconds from request to answer (this process's clock) and the answer's digests; raises _Failed."""
-        self.connection.settimeout(timeout)
-        began = time.perf_counter()
-        self.send({"op": "batch", "seed": seed, "calls": calls})
-        line = self.stream.readline(LINE_LIMIT)
-        seconds = time.perf_counter() - began
-        if not line.endswith(b"\n"):
-            raise _Failed("no answer" if not line else "an answer too long to be digests")
-        answer = json.loads(line)
-        if not isinstance(answer, dict):
-            raise _Failed("an answer that is not a JSON object")
-        if "error" in answer:
-            raise _Failed(f"raised {str(answer['error'])[:300]}")
-        digests = answer.get("digests")
-        if not isinstance(digests, list) or len(digests) != calls:
-            raise _Failed(f"answered {len(digests) if isinstance(digests, list) else 'no'} digests for {calls} calls")
-        return seconds, digests
-
-    def close(self, verdict: dict) -> None:
-        try:
-            self.connection.settimeout(5)
-            self.send({"op": "verdict", **verdict})
-        except OSError:
-            pass
-        for closing in (self.stream.close, self.connection.close):
-            try:
-                closing()
-            except OSError:
-                pass
-
-
 class JudgeUnavailable(RuntimeError):
     """The judge could not start (its sockets or its reference process): the submission is not graded, and says why."""
-
-
-class _Failed(Exception):
-    """A side did not answer as the protocol asks (the message says how)."""
 
 
 def _listener(path: pathlib.Path) -> socket.socket:
@@ -126,49 +67,6 @@ def _hello(connection: socket.socket) -> dict | None:
     except (OSError, ValueError):
         return None
     return hello if isinstance(hello, dict) and isinstance(hello.get("hello"), str) else None
-
-
-def _matches(a: list, b: list, rtol: float, atol: float) -> bool:
-    try:
-        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    if x.shape != y.shape:
-        return False
-    return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
-
-
-@dataclasses.dataclass
-class Options:
-    """A check's settings, from the instructor's test cell as the reference process runs it."""
-
-    at_least: float
-    labels: tuple[str, str] = ("baseline", "candidate")
-    rtol: float = 1e-4
-    atol: float = 1e-6
-    warmup: int = 3
-    min_rounds: int = 10
-    max_rounds: int = 200
-    budget: float = 5.0
-    sample_time: float = MIN_SAMPLE
-    confidence: float = 0.95
-
-    @classmethod
-    def of(cls, data: dict) -> "Options":
-        known = {field.name for field in dataclasses.fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
-        if "labels" in values:
-            values["labels"] = tuple(values["labels"])[:2]
-        return cls(**values)
-
-
-def batch_calls(fast: float, slow: float, sample_time: float = MIN_SAMPLE) -> int:
-    """Calls per batch, from one call's seconds on each side: the slower side runs about ``sample_time`` (20 ms), as
-    each side's sample does in the learner's self-check, unless the faster side would then run under MIN_FAST; never
-    more than MAX_BATCH seconds of the slower side, never fewer than one call."""
-    fast, slow = max(fast, 1e-7), max(slow, fast, 1e-7)
-    wanted = max(math.ceil(max(sample_time, MIN_SAMPLE) / slow), math.ceil(MIN_FAST / fast))
-    return max(1, min(wanted, math.floor(MAX_BATCH / slow)))
 
 
 class Judge:
@@ -197,7 +95,7 @@ class Judge:
         self.current: int | None = None  # index of the cell the runner is executing
         self.group = None  # the sandbox's cgroup, to freeze while the baseline runs
         self._environment = environment
-        self._waiting: dict[str, _Side] = {}
+        self._waiting: dict[str, Side] = {}
         self._ready = threading.Condition()
         self._moved = threading.Condition()  # the runner's progress changed
         self._closed = False
@@ -289,7 +187,7 @@ class Judge:
             if hello is None or hello.get("role") != "baseline":
                 connection.close()
                 continue
-            side = _Side(connection, hello)
+            side = Side(connection, hello)
             with self._ready:
                 for name, earlier in list(self._waiting.items()):  # the reference moved on: the earlier check was skipped
                     earlier.close({"passed": False, "reason": "skipped"})
@@ -307,7 +205,7 @@ class Judge:
             if hello is None:
                 connection.close()
                 continue
-            side = _Side(connection, hello)
+            side = Side(connection, hello)
             refused = self._refusal(side)
             if refused:
                 self.notes.append(f"speed check {side.name}: {refused}")
@@ -316,7 +214,7 @@ class Judge:
             self.served.add(side.name)
             self._judge(side)
 
-    def _refusal(self, side: _Side) -> str | None:
+    def _refusal(self, side: Side) -> str | None:
         name = side.name
         if name not in self.expected:
             return "not a graded speed check of this lesson: not measured"
@@ -330,7 +228,7 @@ class Judge:
                 return "served from outside its own test cell: not measured (no speed points)"
         return None
 
-    def _reference_side(self, name: str) -> _Side | None:
+    def _reference_side(self, name: str) -> Side | None:
         deadline = time.monotonic() + REFERENCE_SECONDS
         with self._ready:
             while name not in self._waiting:
@@ -344,7 +242,7 @@ class Judge:
             return self._waiting.pop(name)
 
     # -- measuring -------------------------------------------------------------------------------------------------
-    def _judge(self, candidate: _Side) -> None:
+    def _judge(self, candidate: Side) -> None:
         name = candidate.name
         reference = self._reference_side(name)
         if reference is None:
@@ -359,8 +257,8 @@ class Judge:
         for other in others:
             other._pause()
         try:
-            comparison = self._measure(reference, candidate, options)
-        except _Failed as failure:
+            comparison = timer.measure(reference, candidate, options, self.group)
+        except Failed as failure:
             reason = str(failure)
             self.notes.append(f"speed check {name}: {reason}")
             candidate.close({"passed": False, "reason": reason})
@@ -396,112 +294,5 @@ class Judge:
         if self.group is not None:
             self.group.thaw()
 
-    def _measure(self, reference: _Side, candidate: _Side, options: Options) -> timing.Comparison:
-        """Run the paired rounds in a process of its own (`_timer_main`), so no other thread of this grading process
-        (another worker's nbgrader steps, a feedback page) can hold the interpreter's lock when an answer arrives and
-        add its wait to the faster side's time; build the `Comparison` from what that process measured."""
-        fds = (reference.connection.fileno(), candidate.connection.fileno())
-        job = pickle.dumps({"fds": fds, "options": options, "group": self.group})
-        try:  # the caller (_judge) thaws the sandbox afterwards, whatever happened here
-            done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.judge"], input=job, capture_output=True,
-                                  pass_fds=fds, timeout=options.budget + 6 * BATCH_SECONDS, env=_timer_env())
-        except subprocess.TimeoutExpired:
-            raise _Failed("took longer than the check's time allows; not measured") from None
-        try:
-            result = json.loads(done.stdout)
-        except ValueError:
-            raise _Failed(f"could not be measured: the grader's timer stopped ({done.returncode}; a course problem: tell your instructor): "
-                          f"{done.stderr.decode('utf-8', 'replace')[-300:]}") from None
-        if "failed" in result:
-            raise _Failed(result["failed"])
-        metadata = {"grader": True, "frozen": self.group.freezer if self.group is not None else "none", "timer": "own process"}
-        samples, warm = result["samples"], result["warm"]
-        results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
-                        for side in (0, 1))
-        from tfperf import env as tf_env
-
-        return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
-                                 options.at_least, 0.05, result["elapsed"], tf_env.fingerprint())
-
     def records_text(self) -> str:
         return "".join(record.to_json() + "\n" for record in self.records)
-
-
-# -- the timer: the paired rounds, in a process of its own -----------------------------------------------------------
-def _timer_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
-
-
-class _Rounds:
-    """Paired, interleaved batches of both sides on seeds this process draws, timed by its clock, the learner's sandbox
-    frozen (``group``) while the baseline runs."""
-
-    def __init__(self, reference: _Side, candidate: _Side, options: Options, group):
-        self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
-
-    def _timed(self, side: _Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list]:
-        if baseline and self.group is not None:
-            self.group.freeze()
-        try:
-            return side.batch(seed, calls)
-        except (OSError, ValueError) as error:
-            raise _Failed(f"{what} did not answer ({type(error).__name__})") from None
-        except _Failed as failure:
-            raise _Failed(f"{what} {failure}") from None
-        finally:
-            if baseline and self.group is not None:
-                self.group.thaw()
-
-    def pair(self, seed: int, calls: int, first: str) -> tuple[float, float]:
-        """One batch of each side on the same seed, in the given order; checks the outputs; returns both times."""
-        times, digests = {}, {}
-        for role in (("baseline", "candidate") if first == "baseline" else ("candidate", "baseline")):
-            side = self.reference if role == "baseline" else self.candidate
-            what = "the reference" if role == "baseline" else "your code"
-            times[role], digests[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
-        for index, (want, got) in enumerate(zip(digests["baseline"], digests["candidate"])):
-            if not _matches(got, want, self.options.rtol, self.options.atol):
-                raise _Failed(f"your outputs differ from the reference's on the same inputs (call {index + 1} of a batch: "
-                              f"digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist() if isinstance(got, list) else got} "
-                              f"against {np.round(np.asarray(want, dtype=float)[:3], 6).tolist()}); not measured")
-        return times["baseline"], times["candidate"]
-
-    def run(self) -> dict:
-        options, began = self.options, time.perf_counter()
-        warm = ([], [])
-        if options.warmup:
-            b, c = self.pair(secrets.randbits(62), options.warmup, "baseline")
-            warm = ([b / options.warmup], [c / options.warmup])
-        singles = [self.pair(secrets.randbits(62), 1, order) for order in ("baseline", "candidate")]
-        per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
-        calls = batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time)
-        samples: tuple[list[float], list[float]] = ([], [])
-        ci = (0.0, math.inf)
-        for index in range(options.max_rounds):
-            b, c = self.pair(secrets.randbits(62), calls, "baseline" if index % 2 == 0 else "candidate")
-            samples[0].append(b / calls)
-            samples[1].append(c / calls)
-            if index + 1 < options.min_rounds:
-                continue
-            ratios = [x / y for x, y in zip(*samples)]
-            ci = timing._bootstrap_ci(ratios, options.confidence, 0)
-            if timing._decided(ci, options.at_least, 0.05) or time.perf_counter() - began > options.budget:
-                break
-        return {"samples": samples, "warm": warm, "calls": calls, "ci": ci, "elapsed": time.perf_counter() - began}
-
-
-def _timer_main() -> None:
-    """``python -I -m tfperf_lab.judge``: one measurement. Reads the pickled job (two socket descriptors, the options,
-    the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
-    job = pickle.loads(sys.stdin.buffer.read())
-    sides = [_Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
-    try:
-        result = _Rounds(sides[0], sides[1], job["options"], job["group"]).run()
-    except _Failed as failure:
-        result = {"failed": str(failure)}
-    sys.stdout.write(json.dumps(result))
-    sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    _timer_main()
