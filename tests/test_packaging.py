@@ -81,3 +81,16 @@ def test_readme_grading_overhead_is_the_committed_benchmark():
         "README overhead block is stale: run `python benchmarks/grading_overhead.py --readme`"
     summary = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
     assert [row["lesson"] for row in summary["rows"]] == [lesson.id for lesson in COURSE.lessons]
+
+
+def test_the_graders_own_timing_costs_at_most_20_percent_more_grading_time_than_before():
+    """Issue 14's bound, on the committed benchmark: `check` against plain execution of the same notebook, now and
+    before the grader timed the speed checks, may grow by at most 20% (the ratio, because lessons 04 and 05 changed
+    their workloads in the same issue: their plain runs changed as much as their checks)."""
+    now = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
+    then = json.loads(readme.overhead_before_file(COURSE).read_text(encoding="utf-8"))
+    assert now["date"] > then["date"], "measure the grading with the judge: python benchmarks/grading_overhead.py --out docs/benchmarks/grading-overhead.json"
+    before = {row["lesson"]: row for row in then["rows"]}
+    grown = {row["lesson"]: row["ratio"]["check"] / before[row["lesson"]]["ratio"]["check"] for row in now["rows"]}
+    assert grown and all(value <= 1.20 for value in grown.values()), grown
+    assert "`check` before the judge" in readme.current(COURSE, "overhead")

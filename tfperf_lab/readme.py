@@ -127,19 +127,38 @@ def overhead_file(course: Course) -> pathlib.Path:
     return course.docs / "benchmarks" / "grading-overhead.json"
 
 
+def overhead_before_file(course: Course) -> pathlib.Path:
+    """The same benchmark before the grader timed the speed checks (issue 14): kept to show what that cost."""
+    return course.docs / "benchmarks" / "grading-overhead.before-judge.json"
+
+
 def overhead_block(course: Course, folder: pathlib.Path | None = None) -> str:
-    """What grading costs beyond running the notebook, per lesson (benchmarks/grading_overhead.py)."""
-    path = (folder / overhead_file(course).name) if folder else overhead_file(course)
+    """What grading costs beyond running the notebook, per lesson (benchmarks/grading_overhead.py), and how `check`
+    changed since the grader times the speed checks itself."""
+    path, before_path = ((folder / f.name) if folder else f for f in (overhead_file(course), overhead_before_file(course)))
     summary = json.loads(path.read_text(encoding="utf-8"))
+    before = json.loads(before_path.read_text(encoding="utf-8")) if before_path.exists() else None
+    earlier = {row["lesson"]: row for row in before["rows"]} if before else {}
     lines = [f"Measured {summary['date']} on {summary['cpu_count']} cores, reference solutions, medians of "
-             f"{summary['rows'][0]['rounds']} paired rounds in rotating order:", "",
-             "| lesson | plain execution | `check` | `grade`, 1 worker | `check` - plain | `grade` - plain | one `check` by stage |",
-             "|---|---|---|---|---|---|---|"]
+             f"{summary['rows'][0]['rounds']} paired round{'s' if summary['rows'][0]['rounds'] != 1 else ''} in rotating order"
+             + (f"; \"before the judge\": the same benchmark on {before['date']}, when each kernel timed its own checks" if before else "")
+             + ":", ""]
+    head = "| lesson | plain execution | `check` | `grade`, 1 worker | `check` - plain | `grade` - plain |"
+    rule = "|---|---|---|---|---|---|"
+    if before:
+        head += " `check` before the judge | change | `check` / plain before |"
+        rule += "---|---|---|"
+    lines += [head + " one `check` by stage |", rule + "---|"]
     for row in summary["rows"]:
         m, extra = row["median"], row["extra"]
         stages = ", ".join(f"{name} {value:.1f} s" for name, value in row["stages"].items())
-        lines.append(f"| {row['lesson'][:2]} | {m['plain']:.1f} s | {m['check']:.1f} s ({row['ratio']['check']:.2f}x) | "
-                     f"{m['grade']:.1f} s ({row['ratio']['grade']:.2f}x) | {extra['check']:+.1f} s | {extra['grade']:+.1f} s | {stages} |")
+        line = (f"| {row['lesson'][:2]} | {m['plain']:.1f} s | {m['check']:.1f} s ({row['ratio']['check']:.2f}x) | "
+                f"{m['grade']:.1f} s ({row['ratio']['grade']:.2f}x) | {extra['check']:+.1f} s | {extra['grade']:+.1f} s |")
+        if before:
+            old = earlier.get(row["lesson"])
+            line += (f" {old['median']['check']:.1f} s | {m['check'] / old['median']['check'] - 1:+.0%} | {old['ratio']['check']:.2f}x |"
+                     if old else " - | - | - |")
+        lines.append(f"{line} {stages} |")
     return "\n".join(lines)
 
 
