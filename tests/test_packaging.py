@@ -85,8 +85,8 @@ def test_readme_grading_overhead_is_the_committed_benchmark():
 
 def test_the_graders_own_timing_costs_at_most_20_percent_more_grading_time_than_before():
     """Issue 14's bound, on the committed benchmark: `check` against plain execution of the same notebook, now and
-    before the grader timed the speed checks, may grow by at most 20% (the ratio, because lessons 04 and 05 changed
-    their workloads in the same issue: their plain runs changed as much as their checks)."""
+    before the grader timed the speed checks, may grow by at most 20% (the ratio, because lesson 04 changed
+    its workload in the same issue: its plain run grew as much as its check)."""
     now = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
     then = json.loads(readme.overhead_before_file(COURSE).read_text(encoding="utf-8"))
     assert now["date"] > then["date"], "measure the grading with the judge: python benchmarks/grading_overhead.py --out docs/benchmarks/grading-overhead.json"
