@@ -148,7 +148,7 @@ def test_an_eager_evaluation_loop_loses_the_speed_point_and_is_measured_below_th
 
 
 def test_the_structure_point_needs_the_speed_verdict():
-    assert LESSON.verdict_cells()["evaluate_compiled_once"] == ["exercise_evaluate_vs_eager"]
+    assert LESSON.review_cells()["evaluate_compiled_once"] == ["exercise_evaluate_vs_eager"]
 
 
 def test_an_update_that_retraces_per_batch_size_is_slow_on_fresh_batch_sizes(graded):

@@ -84,7 +84,7 @@ def test_eager_trainer_is_measured_below_the_threshold(graded):
 
 
 def test_the_trace_cells_need_the_speed_verdict():
-    assert {cell: LESSON.verdict_cells().get(cell) for cell in TRACE_CELLS} == {cell: [CHECK] for cell in TRACE_CELLS}
+    assert {cell: LESSON.review_cells().get(cell) for cell in TRACE_CELLS} == {cell: [CHECK] for cell in TRACE_CELLS}
 
 
 def test_mapping_each_example_then_batching_keeps_every_point_and_the_speed_cell(graded):

@@ -67,9 +67,10 @@ class Lesson:
         """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
         return notebook.speed_checks(_parsed(self.source))
 
-    def verdict_cells(self) -> dict[str, list[str]]:
-        """grade_id -> the grader verdicts its points need (speed test cells, and structural cells ``backed_by`` them)."""
-        return notebook.verdict_cells(_parsed(self.source))
+    def review_cells(self) -> dict[str, list[str]]:
+        """grade_id -> the speed checks whose review flag withholds its points (speed test cells, and structural cells
+        ``review_with`` them); see `tfperf_lab.notebook.review_cells`."""
+        return notebook.review_cells(_parsed(self.source))
 
 
 @functools.lru_cache(maxsize=64)

@@ -115,7 +115,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
         if judge is not None:
-            enforce_verdicts(executed, course.lesson(lesson_id).verdict_cells(), judge)
+            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), judge)
         return executed, resources
 
 

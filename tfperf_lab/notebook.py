@@ -92,17 +92,18 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
     return checks
 
 
-def verdict_cells(nb: dict) -> dict[str, list[str]]:
-    """grade_id -> the speed checks whose grader verdict its points need: a speed test cell's own checks, and for a
-    structural test cell the checks named in ``metadata.tfperf.backed_by`` (a structure the learner's kernel reports can
-    be faked there; the grader's verdict on the same answer cannot)."""
+def review_cells(nb: dict) -> dict[str, list[str]]:
+    """grade_id -> the speed checks whose points it shares when the review (`tfperf_lab.review`) flags an answer: a speed
+    test cell's own checks, and for a structural test cell the checks named in ``metadata.tfperf.review_with``. A
+    structural cell's point never depends on a speed verdict (slow or wrong answers keep the structure they got right);
+    it is withheld only when the answer reaches into the machinery that reports that structure, as the speed check's is."""
     cells = speed_checks(nb)
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("tfperf", {}) if isinstance(cell.get("metadata"), dict) else {}
-        backed = meta.get("backed_by") if isinstance(meta, dict) else None
+        linked = meta.get("review_with") if isinstance(meta, dict) else None
         grade_id = nbgrader_meta(cell).get("grade_id")
-        if backed and grade_id and nbgrader_meta(cell).get("grade"):
-            cells[grade_id] = sorted(set(cells.get(grade_id, [])) | set(backed))
+        if linked and grade_id and nbgrader_meta(cell).get("grade"):
+            cells[grade_id] = sorted(set(cells.get(grade_id, [])) | set(linked))
     return cells
 
 
