@@ -18,8 +18,9 @@ SOLUTION = "make_callable_solution"
 SLOW = next(v for v in variants.for_lesson(LESSON.id) if v.name == "calls_sess_run")
 CORRECTNESS = ("handle_matches_sess_run", "handle_rejects_bad_elements")
 STRUCTURE = ("handle_matches_sess_run", "handle_rejects_bad_elements", "handle_built_once")
-# handle_built_once is backed by the grader's speed verdict (metadata.tfperf.backed_by): a slow handle loses it too
-SLOW_LOSES = ("handle_built_once", "handle_is_faster")
+# handle_built_once shares the speed check's review (metadata.tfperf.review_with): an answer on the review list loses both,
+# while an honest slow answer keeps the structure it got right
+REVIEWED = ("handle_built_once", "handle_is_faster")
 ALL_AUTO = ("handle_matches_sess_run", "handle_rejects_bad_elements", "handle_built_once", "handle_is_faster")
 
 
@@ -46,7 +47,10 @@ def slow() -> dict:
 
 def sleepy() -> dict:
     """Correct and structurally right (one handle, no sess.run), but 1 ms slower per call: fails only on speed."""
-    return _replace_answer(reference(), "        return handle(*[", "        __import__('time').sleep(0.001)\n        return handle(*[")
+    slowed = _replace_answer(reference(), "        return handle(*[", "        time.sleep(0.001)\n        return handle(*[")
+    cell = _cell(slowed, SOLUTION)
+    cell["source"] = "import time\n\n" + "".join(cell["source"])
+    return slowed
 
 
 def _cell(notebook: dict, cell_id: str) -> dict:
@@ -139,14 +143,14 @@ CASES = [
          filename="homework.ipynb"),
     Case("fake_perf_counter", lambda: _append_to_answer(sleepy(), "import time, itertools\n_ticks = itertools.count()\n"
                                                                "time.perf_counter = lambda: next(_ticks) * 1e-9"),
-         full=CORRECTNESS, zero=SLOW_LOSES, note="timing harness"),
+         full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
     Case("fake_assert_speedup", lambda: _append_to_answer(sleepy(), "tfperf.assert_speedup = lambda *args, **kwargs: None"),
-         full=CORRECTNESS, zero=SLOW_LOSES, note="timing harness"),
+         full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
     Case("fake_compare", lambda: _append_to_answer(sleepy(), "import tfperf.timing\n_real = tfperf.timing.compare\n"
                                                              "tfperf.timing.compare = lambda *a, **k: _real(*a[::-1], **k)"),
-         full=CORRECTNESS, zero=SLOW_LOSES, note="timing harness"),
+         full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
     Case("cached_results", lambda: _replace_answer(sleepy(), "    return run_callable", CACHED_RUN + "    return cached_run"),
-         full=("handle_rejects_bad_elements",), zero=SLOW_LOSES),
+         full=("handle_rejects_bad_elements", "handle_built_once"), zero=("handle_is_faster",)),
     Case("output_flood", lambda: _append_to_answer(reference(), "for _ in range(20000):\n    print('x' * 100)"), full=ALL_AUTO),
     Case("stderr_noise", lambda: _append_to_answer(reference(), "import sys\nprint('I0000 00:00:1.0 123 port.cc:1] oneDNN custom operations', file=sys.stderr)"),
          full=ALL_AUTO),

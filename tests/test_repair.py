@@ -7,7 +7,7 @@ A Colab download can lose both; cells are then matched by content. These tests r
 import nbformat
 import pytest
 
-from tfperf_lab import notebook as nb_file, stage
+from tfperf_lab import notebook as nb_file, review, stage
 from pipeline import COURSE
 from hostile import _strip_metadata
 
@@ -75,14 +75,14 @@ def test_a_deleted_read_only_cell_is_put_back_where_it_was():
 
 @pytest.mark.parametrize(("lesson_id", "learner_cell", "flagged"), [
     ("10_capstone", "def slow_train(*args, **kwargs):\n    import time\n    time.sleep(1)", "slow_train"),
-    ("05_metrics", "eager_evaluate = lambda *a: __import__('time').sleep(1)", "eager_evaluate"),
+    ("05_metrics", "eager_evaluate = lambda *a: time.sleep(1)", "eager_evaluate"),
     ("04_tf_data", "SERIAL = tf.data.Options()", "SERIAL"),
     ("03_tf_function", "from math import sqrt as train_step", "train_step"),
 ])
-def test_redefining_a_read_only_baseline_is_tampering(lesson_id, learner_cell, flagged):
+def test_redefining_a_read_only_baseline_puts_the_submission_on_the_review_list(lesson_id, learner_cell, flagged):
     lesson = COURSE.lesson(lesson_id)
     release = nb_file.read(lesson.release)
     notebook = nb_file.read(lesson.source)
-    assert stage.tampering(notebook, release) == [], "the reference must not be flagged"
+    assert review.review(notebook, release) == [], "the reference must not be flagged"
     notebook["cells"].append(nbformat.v4.new_code_cell(learner_cell))
-    assert stage.tampering(notebook, release) == [f"redefines {flagged}, which a read-only cell defines"]
+    assert [finding.why for finding in review.review(notebook, release)] == [f"rebinds {flagged}, which the lesson's own cells define"]

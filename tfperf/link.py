@@ -3,17 +3,23 @@
 When a notebook is graded, ``TFPERF_GRADER`` names a Unix socket of the grader (`tfperf_lab.judge`), and
 `tfperf.assert_speedup` calls `serve` instead of timing anything: the learner's kernel serves the candidate, a clean
 process running the instructor's source serves the baseline. The grader sends batch requests (a seed it drew and a
-number of calls); this side draws the calls' arguments in turn from ``numpy.random.default_rng(seed)`` with the
-check's ``draw`` function, calls, and answers with a digest of every call's outputs. The grader times each request from
-outside, compares the digests with the clean process's on the same seeds, decides, and sends the verdict back.
+number of calls). This side draws each call's arguments from one ``numpy.random.default_rng(seed)`` with the check's
+``draw`` function, and after each call moves that generator on by an amount taken from the call's output digest
+(`advance`): call i+1's inputs do not exist until call i has answered, so no implementation can stack, thread or
+precompute the calls of a batch. It answers with the digest of every call. The grader times each batch from outside,
+then asks the clean process to replay the batch on the same inputs (`replay`, untimed) at positions it picks after the
+answer, and compares the digests.
 
 Nothing here is trusted by the grader: a kernel that patches this module can only answer late, answer wrong (the
-digests will not match the clean process's on inputs it had never seen) or not answer (no speed points).
+digests will not match the clean process's on inputs it had never seen) or not answer (no speed points); code that
+patches it at all is on the review list (`tfperf_lab.review`). Every message either side reads goes through `decode`:
+one line of at most `LINE_LIMIT` bytes, JSON nested at most `DEPTH_LIMIT` deep, and the protocol version is checked.
 Introduced in lesson 01 (the self-check and the graded check are the same call).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -23,9 +29,81 @@ import numpy as np
 
 GRADER_VARIABLE = "TFPERF_GRADER"  # the socket; set only while a grader runs the notebook
 ROLE_VARIABLE = "TFPERF_GRADER_ROLE"  # "candidate" in the learner's kernel, "baseline" in the clean process
-PROTOCOL = 1
+PROTOCOL = 2
+LINE_LIMIT = 1 << 20  # bytes in one message: digests are three numbers per output leaf and call
+DEPTH_LIMIT = 6  # nesting of one message: {"digests": [[...], ...]} is 3 deep
+ROLES = ("candidate", "baseline")
 
-__all__ = ["GRADER_VARIABLE", "ROLE_VARIABLE", "Verdict", "digest", "graded", "serve"]
+__all__ = ["GRADER_VARIABLE", "ROLE_VARIABLE", "LINE_LIMIT", "PROTOCOL", "ProtocolError", "Verdict", "advance", "decode",
+           "digest", "encode", "graded", "serve"]
+
+
+class ProtocolError(ValueError):
+    """A message that is not what the protocol allows (too long, too deep, not JSON, wrong fields or version)."""
+
+
+def encode(message: dict) -> bytes:
+    """One message as a line."""
+    return json.dumps(message, default=float, allow_nan=True).encode() + b"\n"
+
+
+def _depth(value: Any, limit: int) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                raise ProtocolError(f"a message nested deeper than {limit}")
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+
+
+def decode(line: bytes) -> dict:
+    """One message read from the other side: a JSON object on one line of at most LINE_LIMIT bytes, nested at most
+    DEPTH_LIMIT deep. Raises `ProtocolError` for anything else (never RecursionError or MemoryError)."""
+    if not line:
+        raise ProtocolError("no message (the other side closed the connection)")
+    if len(line) > LINE_LIMIT:
+        raise ProtocolError(f"a message longer than {LINE_LIMIT} bytes")
+    if not line.endswith(b"\n"):
+        raise ProtocolError("a message cut short (the connection closed in the middle of a line)")
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError, MemoryError) as error:
+        raise ProtocolError(f"a message that is not JSON ({type(error).__name__})") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("a message that is not a JSON object")
+    _depth(message, DEPTH_LIMIT)
+    return message
+
+
+def hello(message: dict) -> tuple[str, str, dict]:
+    """(check name, role, options) of a side's first message; raises `ProtocolError` unless it speaks this protocol."""
+    name, role, options = message.get("hello"), message.get("role"), message.get("options", {})
+    if message.get("protocol") != PROTOCOL:
+        raise ProtocolError(f"protocol {message.get('protocol')!r}, not {PROTOCOL}: the course's helpers and the grader differ in version")
+    if not isinstance(name, str) or not 0 < len(name) <= 200 or role not in ROLES or not isinstance(options, dict):
+        raise ProtocolError("a hello without a check name, a role or options")
+    return name, role, options
+
+
+def digests_of(message: dict, calls: int) -> list[list[float]]:
+    """The digests of an answer to a batch of ``calls`` calls; raises `ProtocolError` (or RuntimeError with the side's
+    own error) for anything else."""
+    if "error" in message:
+        raise RuntimeError(str(message["error"])[:300])
+    found = message.get("digests")
+    if not isinstance(found, list) or len(found) != calls:
+        raise ProtocolError(f"answered {len(found) if isinstance(found, list) else 'no'} digests for {calls} calls")
+    for item in found:
+        if not isinstance(item, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in item):
+            raise ProtocolError("a digest that is not a list of numbers")
+    return found
+
+
+def advance(generator: np.random.Generator, found: list[float]) -> None:
+    """Move the batch's generator on by an amount only this call's output digest gives (the next call's inputs)."""
+    key = hashlib.blake2b(np.asarray(found, dtype=np.float64).tobytes(), digest_size=8).digest()
+    generator.bit_generator.advance(int.from_bytes(key, "little") + 1)
 
 
 class Verdict(dict):
@@ -74,6 +152,30 @@ def _call(fn: Callable, draw: Callable | None, observe: Callable | None, rng: np
     return found
 
 
+def _batch(fn, draw, observe, wait, seed: int, calls: int) -> list[list[float]]:
+    """Timed by the grader: ``calls`` calls, each on inputs drawn after the previous call's digest moved the generator."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for _ in range(calls):
+        found.append(_call(fn, draw, observe, rng, wait))
+        advance(rng, found[-1])
+    return found
+
+
+def _replay(fn, draw, observe, wait, seed: int, digests: list, positions: set[int]) -> dict[str, list[float]]:
+    """Untimed, in the clean process: the other side's batch on the same inputs (its digests move the generator), this
+    side's own digests at ``positions``."""
+    rng = np.random.default_rng(seed)
+    mine = {}
+    for index, theirs in enumerate(digests):
+        if index in positions:
+            mine[str(index)] = _call(fn, draw, observe, rng, wait)
+        elif draw is not None:
+            draw(rng)
+        advance(rng, theirs)
+    return mine
+
+
 def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable | None = None, options: dict | None = None,
           address: str | None = None) -> Verdict:
     """Serve ``fn`` to the grader for check ``name`` until it sends its verdict; returns the verdict.
@@ -99,23 +201,26 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
     wait = device_wait()
     with connection, connection.makefile("rwb") as stream:
         def send(message: dict) -> None:
-            stream.write(json.dumps(message, default=float).encode() + b"\n")
+            stream.write(encode(message))
             stream.flush()
 
         send({"hello": name, "role": role, "protocol": PROTOCOL, "options": options or {}})
-        for line in stream:
-            request = json.loads(line)
+        while True:
+            try:
+                request = decode(stream.readline(LINE_LIMIT + 1))
+            except ProtocolError as error:
+                return Verdict(passed=False, summary="", reason=f"the grader's connection broke ({error})")
             op = request.get("op")
-            if op == "batch":
-                try:
-                    rng = np.random.default_rng(int(request["seed"]))  # one generator per batch: both sides draw the same inputs
-                    digests = [_call(fn, draw, observe, rng, wait) for _ in range(int(request["calls"]))]
-                    send({"digests": digests})
-                except Exception as error:  # noqa: BLE001  (the grader reports it; this side only says what happened)
-                    send({"error": f"{type(error).__name__}: {error}"[:500]})
-            elif op == "verdict":
-                return Verdict(passed=bool(request.get("passed")), summary=str(request.get("summary", "")),
-                               reason=request.get("reason"))
-            else:
-                send({"error": f"unknown request {op!r}"})
-    return Verdict(passed=False, summary="", reason="the grader closed the connection without a verdict")
+            try:
+                if op == "batch":
+                    send({"digests": _batch(fn, draw, observe, wait, int(request["seed"]), int(request["calls"]))})
+                elif op == "replay":
+                    positions = {int(index) for index in request["positions"]}
+                    send({"digests": _replay(fn, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)})
+                elif op == "verdict":
+                    return Verdict(passed=bool(request.get("passed")), summary=str(request.get("summary", "")),
+                                   reason=request.get("reason"))
+                else:
+                    send({"error": f"unknown request {op!r}"})
+            except Exception as error:  # noqa: BLE001  (the grader reports it; this side only says what happened)
+                send({"error": f"{type(error).__name__}: {error}"[:500]})

@@ -262,7 +262,8 @@ def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, f
 
 
 def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
-    """One row per submission: student, lesson, score, max, status, then one column per graded cell."""
+    """One row per submission: student, lesson, score, max, status, review (why a person should look, or empty), then
+    one column per graded cell."""
     columns: list[str] = []
     for result in results:
         for cell in result.cells:
@@ -272,8 +273,9 @@ def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "lesson", "score", "max_score", "status", *columns])
+        writer.writerow(["student", "lesson", "score", "max_score", "status", "review", *columns])
         for result in results:
             scores = {f"{result.lesson}:{cell.id}": ("" if cell.score is None else cell.score) for cell in result.cells}
-            writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, *(scores.get(c, "") for c in columns)])
+            writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, " | ".join(result.review),
+                             *(scores.get(c, "") for c in columns)])
     return path

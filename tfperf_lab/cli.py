@@ -110,13 +110,14 @@ def cmd_flake(args) -> int:
         print(readme.update(course, "flake"))
         print(f"README.md: flake block regenerated from {readme.flake_folder(course)}")
         return 0
-    rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants)
-    print(flake.render(rows, hogs=args.hog, workers=args.workers))
+    rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants,
+                         bursts=args.burst)
+    print(flake.render(rows, hogs=args.hog, workers=args.workers, bursts=args.burst))
     if args.out:
         from . import sandbox
 
         flake.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out),
-                     sandbox=sandbox.backend().name)
+                     sandbox=sandbox.backend().name, bursts=args.burst)
     bad = flake.wrong(rows)
     print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
     return 1 if bad else 0
@@ -220,6 +221,7 @@ def parser() -> argparse.ArgumentParser:
     flake.add_argument("lessons", nargs="*", help="lesson ids (default: all with speed checks)")
     flake.add_argument("--runs", type=int, default=20, help="gradings per answer (default 20)")
     flake.add_argument("--hog", type=int, default=0, metavar="N", help="keep N cores busy while grading")
+    flake.add_argument("--burst", type=int, default=0, metavar="N", help="N neighbours that spin in bursts (10-200 ms on, 10-200 ms off)")
     flake.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
     flake.add_argument("--variants", action="store_true", help="also grade the correct-but-unoptimized answers")
     flake.add_argument("--out", help="write the rows as JSON (the README's figures come from docs/flake/*.json)")

@@ -23,6 +23,9 @@ from .judge import TECHNIQUE
 from .course import Course, Lesson, WorkFolder
 
 HOG = "while True:\n    pass\n"
+# A neighbour that comes in bursts, as another grading job or a notebook beside does: spin 10-200 ms, rest 10-200 ms.
+BURST = ("import random, time\nwhile True:\n    end = time.monotonic() + random.uniform(0.01, 0.2)\n"
+         "    while time.monotonic() < end:\n        pass\n    time.sleep(random.uniform(0.01, 0.2))\n")
 
 
 @contextlib.contextmanager
@@ -45,9 +48,11 @@ def load_sampler(every: float = 5.0):
 
 
 @contextlib.contextmanager
-def cpu_hogs(count: int):
-    """Keep ``count`` cores busy with spinning processes for the duration of the block."""
+def cpu_hogs(count: int, *, bursts: int = 0):
+    """Keep ``count`` cores busy with spinning processes, and ``bursts`` more processes spinning in bursts, for the
+    duration of the block."""
     processes = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(count)]
+    processes += [subprocess.Popen([sys.executable, "-c", BURST]) for _ in range(bursts)]
     try:
         yield
     finally:
@@ -72,7 +77,7 @@ def _submissions(lesson: Lesson, runs: int, with_variants: bool, folder: pathlib
 
 
 def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: int = 0, workers: int = 1, with_variants: bool = False,
-            progress: bool = True, backend: str = "auto") -> list[dict]:
+            progress: bool = True, backend: str = "auto", bursts: int = 0) -> list[dict]:
     """Grade and summarise: one row per (lesson, speed check, kind of answer)."""
     from tqdm.auto import tqdm
 
@@ -89,7 +94,7 @@ def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: in
             staged = {student: stage.stage(course, path, student, lesson.id) for _, student, path in entries}
             batch.register_students(course, work, set(staged))
             began = time.monotonic()
-            with load_sampler() as load, cpu_hogs(hogs), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            with load_sampler() as load, cpu_hogs(hogs, bursts=bursts), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {pool.submit(batch.grade_staged, course, work, staged[student], backend=backend, with_feedback=False): kind
                            for kind, student, _ in entries}
                 results = [(futures[f], f.result()) for f in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
@@ -128,8 +133,8 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
     }
 
 
-def render(rows: list[dict], *, hogs: int, workers: int) -> str:
-    lines = [f"speed checks: {hogs} busy core(s) beside grading, {workers} worker(s)",
+def render(rows: list[dict], *, hogs: int, workers: int, bursts: int = 0) -> str:
+    lines = [f"speed checks: {hogs} busy core(s)" + (f" and {bursts} bursty neighbour(s)" if bursts else "") + f" beside grading, {workers} worker(s)",
              "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | load |",
              "|---|---|---|---|---|---|---|---|---|"]
     fmt = lambda v: "-" if v is None else f"{v:.2f}"
@@ -144,11 +149,11 @@ def wrong(rows: list[dict]) -> int:
     return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
 
 
-def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap") -> None:
+def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap", bursts: int = 0) -> None:
     """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
     import datetime
 
-    summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "workers": workers,
+    summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "bursts": bursts, "workers": workers,
                "runs": runs, "sandbox": sandbox, "rows": rows,
                "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

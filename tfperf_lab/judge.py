@@ -32,7 +32,9 @@ import time
 from tfperf.report import Record
 
 from . import notebook, timer
-from .timer import LINE_LIMIT, Failed, Options, Side
+from tfperf import link
+
+from .timer import Failed, Options, Side
 
 HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
@@ -59,14 +61,20 @@ def _listener(path: pathlib.Path) -> socket.socket:
     return server
 
 
-def _hello(connection: socket.socket) -> dict | None:
-    connection.settimeout(HELLO_SECONDS)
+def _hello(connection: socket.socket, role: str) -> Side | None:
+    """The side that just connected, once its first message says which check it serves, in this protocol's version and
+    the expected role; None (and the connection closed) for anything else."""
+    side = Side(connection, {})
     try:
-        line = connection.makefile("rb").readline(LINE_LIMIT)
-        hello = json.loads(line)
-    except (OSError, ValueError):
+        name, said, options = link.hello(side.receive(HELLO_SECONDS))
+    except (Failed, link.ProtocolError):
+        connection.close()
         return None
-    return hello if isinstance(hello, dict) and isinstance(hello.get("hello"), str) else None
+    if said != role:
+        connection.close()
+        return None
+    side.hello, side.name = {"hello": name, "role": said, "options": options}, name
+    return side
 
 
 class Judge:
@@ -183,11 +191,9 @@ class Judge:
                 connection, _ = self._references.accept()
             except OSError:
                 return
-            hello = _hello(connection)
-            if hello is None or hello.get("role") != "baseline":
-                connection.close()
+            side = _hello(connection, "baseline")
+            if side is None:
                 continue
-            side = Side(connection, hello)
             with self._ready:
                 for name, earlier in list(self._waiting.items()):  # the reference moved on: the earlier check was skipped
                     earlier.close({"passed": False, "reason": "skipped"})
@@ -201,11 +207,10 @@ class Judge:
                 connection, _ = self._candidates.accept()
             except OSError:
                 return
-            hello = _hello(connection)
-            if hello is None:
-                connection.close()
+            side = _hello(connection, "candidate")
+            if side is None:
+                self.notes.append("a connection to the grader that did not speak its protocol was refused")
                 continue
-            side = Side(connection, hello)
             refused = self._refusal(side)
             if refused:
                 self.notes.append(f"speed check {side.name}: {refused}")

@@ -14,7 +14,8 @@ from tfperf.report import Record
 
 @dataclasses.dataclass
 class CellResult:
-    """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run or manual."""
+    """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run, manual or review (withheld until
+    a person has looked: `tfperf_lab.review`)."""
 
     id: str
     score: float | None
@@ -39,6 +40,7 @@ class SubmissionResult:
     sandbox: str = ""
     stages: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per grading stage (benchmarks/)
     judged: bool = False  # the grader timed the speed checks (tfperf_lab.judge): only its measurements decided speed points
+    review: list[str] = dataclasses.field(default_factory=list)  # why it is on the review list (tfperf_lab.review), if it is
 
     @property
     def score(self) -> float:
@@ -78,6 +80,7 @@ class SubmissionResult:
             lines = [head + f"{self.score:g} / {self.max_score:g} points autograded" + (f", {manual:g} more graded by hand" if manual else "")
                      + f" ({self.seconds:.0f} s)"]
         lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  REVIEW: {finding}" for finding in self.review]
         width = max((len(cell.id) for cell in self.cells), default=10)
         for cell in self.cells:
             score = "-" if cell.score is None else f"{cell.score:g}"

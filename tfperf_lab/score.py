@@ -1,10 +1,12 @@
 """Stage 3 of grading, score: read the executed notebook once and decide every cell's points, on the host.
 
 Inputs: the autograded notebook nbgrader wrote from what came back out of the sandbox, the gradebook, the `Execution`
-(did the run finish) and the `Staged` submission (tampering found when staging). The rules: a run that did not
-finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the course's
-harness and no tampering; a manual score that appeared while the notebook ran is put back (only an instructor sets
-one, and never from inside a sandbox).
+(did the run finish) and the `Staged` submission (its review list, found when staging). The rules: a run that did not
+finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the grader (or, where
+it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.review`) has its speed
+cells and the structural cells that share their evidence withheld and marked for a person to grade, whoever timed it;
+a structural cell otherwise keeps whatever its own test gave it, whatever the speed says; a manual score that appeared
+while the notebook ran is put back (only an instructor sets one, and never from inside a sandbox).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from tfperf.report import Record, parse_records
 
-from . import notebook
+from . import notebook, review
 from .course import Course, Lesson, WorkFolder
 from .execute import Execution
 from .judge import TECHNIQUE
@@ -75,7 +77,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         records = parse_records(execution.verdicts, source="the grader's verdicts") + [r for r in records if r.name not in graded]
         unreadable = None  # the notebook's records no longer decide anything
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
-                              sandbox=execution.backend, judged=execution.judged)
+                              sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review])
     if unreadable:
         result.notes.append(unreadable)
     result.notes += [str(note) for note in execution.judge_notes]
@@ -107,8 +109,8 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
             if status == "passed" and score_value < cell["points"]:
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
-        _withhold_speed_points(gradebook, lesson, result, (staged.tampering and not execution.judged) or bool(unreadable),
-                               execution.judged)
+        _withhold_speed_points(gradebook, lesson, result, unreadable=bool(unreadable), judged=execution.judged)
+        _withhold_for_review(gradebook, lesson, result, staged.review)
         gradebook.db.commit()
     timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
     if timed_out:
@@ -116,21 +118,38 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     return result
 
 
-def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, tampered, judged: bool = False) -> None:
-    """Zero speed cells that passed without a genuine measurement: no passing record from the grader (or, where the
-    grader could not judge, from the harness) or tampering."""
-    checks = lesson.verdict_cells() if judged else lesson.speed_checks()
+def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, *, unreadable: bool, judged: bool) -> None:
+    """Zero speed test cells that passed without a genuine measurement: no passing record from the grader (or, where
+    the grader could not judge, from the harness), or records that could not be read."""
+    checks = lesson.speed_checks()
     measured = {item.name: item for item in result.measurements if not judged or item.technique == TECHNIQUE}
     for cell in result.cells:
         if cell.id not in checks or not cell.score:
             continue
-        if tampered:
-            reason = "the notebook reassigns the clock, the timing harness or a baseline"
+        if unreadable:
+            reason = "its measurement records could not be read"
         elif not all(measured.get(name) is not None and measured[name].passed for name in checks[cell.id]):
             reason = ("the grader's own measurement did not pass" if judged
                       else "its speed check did not run through the course's timing harness")
         else:
             continue
-        grade = gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student)
-        grade.auto_score = 0.0
+        gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student).auto_score = 0.0
         cell.score, cell.status, cell.message = 0.0, "failed", f"speed points withheld: {reason}"
+
+
+def _withhold_for_review(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, found: list[review.Finding]) -> None:
+    """A submission on the review list: its speed cells and the structural cells ``review_with`` them score 0 and are
+    marked "needs manual grade" in the gradebook (the formgrader lists them), whoever timed the speed."""
+    if not found:
+        return
+    where = ", ".join(sorted({f"cell {finding.cell} line {finding.line}" for finding in found})[:3])
+    for cell in result.cells:
+        if cell.id not in lesson.review_cells():
+            continue
+        grade = gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student)
+        grade.needs_manual_grade = True
+        earned = f" (its test passed: {cell.score:g} of {cell.max_score:g})" if cell.score else ""
+        grade.auto_score = 0.0
+        cell.score, cell.status = 0.0, "review"
+        cell.message = (f"withheld for review{earned}: the code reaches into the course's or the interpreter's machinery "
+                        f"({where}); your instructor decides")

@@ -3,7 +3,8 @@
 `stage` reads the submission without following links (a symlink or special file is refused), checks it as untrusted
 input (`tfperf_lab.untrusted`), identifies its lesson, gives back nbgrader metadata an editor stripped (by cell id,
 else by content, as in a Colab download), puts back deleted read-only cells, notes every protected cell the learner
-changed and every line that reassigns the clock, the harness or a baseline, and returns a `Staged` submission.
+changed, reads every cell the learner wrote for reaches into the course's machinery (`tfperf_lab.review`: the review
+list), and returns a `Staged` submission.
 `Staged.write` puts it where nbgrader expects it; nothing is written before the checks pass, and the original file
 is never opened for writing.
 """
@@ -15,18 +16,12 @@ import difflib
 import hashlib
 import os
 import pathlib
-import re
 import shutil
 import stat
 
-from . import notebook, untrusted
+from . import notebook, review, untrusted
 from .course import Course, Lesson, WorkFolder
 
-# Code in a learner's cells that reassigns the clock or the course's timing harness.
-TAMPERING = re.compile(
-    r"(?m)^[^#\n]*(\btime\.(perf_counter|time|monotonic|process_time)\s*=(?!=)|\b(tfperf|timing|checks|report)(\.\w+)+\s*=(?!=)"
-    r"|setattr\(\s*(tfperf|time|timing|checks)\b|\b_CLOCK\b|sys\.modules\[\s*['\"](tfperf|time))"
-)
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # the exchange's; release_feedback needs the secret
 
 
@@ -42,7 +37,7 @@ class Staged:
     lesson: Lesson
     notebook: dict
     notes: list[str]
-    tampering: list[str]
+    review: list[review.Finding]  # reaches into the course's or the interpreter's machinery (tfperf_lab.review)
     origin: pathlib.Path
     sha256: str
     extras: dict[str, bytes] = dataclasses.field(default_factory=dict)
@@ -176,17 +171,6 @@ def restore_read_only(nb: dict, release: dict) -> None:
         nb["cells"].insert(before + 1, notebook.copy(cell))
 
 
-def tampering(nb: dict, release: dict | None = None) -> list[str]:
-    """Lines in the learner's own code cells that reassign the clock, the timing harness, or a read-only baseline."""
-    found, guarded = [], notebook.read_only_names(release) if release else set()
-    for cell in nb["cells"]:
-        if cell.get("cell_type") == "code" and not notebook.is_protected(cell):
-            body = notebook.source(cell)
-            found += [match.group(0).strip() for match in TAMPERING.finditer(body)]
-            found += [f"redefines {name}, which a read-only cell defines" for name in notebook.bound_names(body) if name in guarded]
-    return found
-
-
 def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | None = None, *,
           within: pathlib.Path | None = None) -> Staged:
     """Check, identify and repair one submitted file; raises `SubmissionError` (or `UntrustedInput`) with the reason."""
@@ -213,9 +197,9 @@ def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | Non
         notes.append(f"the file is named for {by_name[0]} but is lesson {lesson.id}: graded as {lesson.id}")
     notes += tamper_notes(nb, release)
     restore_read_only(nb, release)
-    found = tampering(nb, release)
+    found = review.review(nb, release)
     if found:
-        notes.append(f"the notebook reassigns the clock, the timing harness or a baseline ({'; '.join(found[:3])}): no speed points")
+        notes.append(review.note(found))
     extras = {}
     for name in EXCHANGE_FILES:
         beside = path.parent / name

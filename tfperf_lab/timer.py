@@ -16,9 +16,11 @@ import dataclasses
 import json
 import math
 import os
+import pathlib
 import pickle
 import secrets
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -26,13 +28,15 @@ import time
 import numpy as np
 
 from tfperf import env as tf_env
-from tfperf import timing
+from tfperf import link, timing
 
-LINE_LIMIT = 1 << 20  # bytes in one answer: digests are a few numbers per call
-BATCH_SECONDS = 120.0
+BATCH_SECONDS = 120.0  # one batch, request to last byte of the answer, as a total (a trickled answer counts whole)
 MIN_SAMPLE = 0.02  # seconds the slower side's batch should take (the check's sample_time, if longer)
 MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging (~50 us a batch) stays a few percent of it
 MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
+CHECKED_CALLS = 4  # calls of every candidate batch the reference replays (positions drawn after the answer)
+MIN_SPAN = 1.0  # seconds the timed rounds span at least, so one burst of a neighbour cannot cover a whole decision
+DISTURBED = 0.10  # a batch whose side waited for a CPU this much longer (share of its time) than that side usually does
 
 
 class Failed(Exception):
@@ -40,36 +44,73 @@ class Failed(Exception):
 
 
 class Side:
-    """One connected server: the learner's kernel or the reference process (`tfperf.link` is the other end)."""
+    """One connected server: the learner's kernel or the reference process (`tfperf.link` is the other end). Every
+    message is read through `tfperf.link.decode` (size, depth, shape) with a deadline for the whole message."""
 
     def __init__(self, connection: socket.socket, hello: dict):
         self.connection = connection
-        self.stream = connection.makefile("rwb")
         self.hello = hello
         self.name = str(hello.get("hello"))
+        self._buffer = b""
+        self.pid = peer_pid(connection)
+
+    def waited(self) -> float | None:
+        """Seconds this side's threads have spent waiting for a CPU so far (None where the kernel does not say)."""
+        return run_delay(self.pid) if self.pid else None
 
     def send(self, message: dict) -> None:
-        self.stream.write(json.dumps(message).encode() + b"\n")
-        self.stream.flush()
+        self.connection.sendall(link.encode(message))
+
+    def receive(self, seconds: float) -> dict:
+        """The next message, which must arrive whole within ``seconds``; raises Failed."""
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failed(f"did not answer within {seconds:g} s")
+            if len(self._buffer) > link.LINE_LIMIT:
+                raise Failed(f"sent a message longer than {link.LINE_LIMIT} bytes")
+            self.connection.settimeout(left)
+            try:
+                chunk = self.connection.recv(1 << 16)
+            except TimeoutError:
+                raise Failed(f"did not answer within {seconds:g} s") from None
+            except OSError as error:
+                raise Failed(f"did not answer ({type(error).__name__})") from None
+            if not chunk:
+                raise Failed("closed the connection")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return link.decode(line + b"\n")
+        except link.ProtocolError as error:
+            raise Failed(f"sent {error}") from None
 
     def batch(self, seed: int, calls: int, timeout: float = BATCH_SECONDS) -> tuple[float, list]:
         """Seconds from request to answer (this process's clock) and the answer's digests; raises Failed."""
-        self.connection.settimeout(timeout)
         began = time.perf_counter()
         self.send({"op": "batch", "seed": seed, "calls": calls})
-        line = self.stream.readline(LINE_LIMIT)
+        answer = self.receive(timeout)
         seconds = time.perf_counter() - began
-        if not line.endswith(b"\n"):
-            raise Failed("no answer" if not line else "an answer too long to be digests")
-        answer = json.loads(line)
-        if not isinstance(answer, dict):
-            raise Failed("an answer that is not a JSON object")
-        if "error" in answer:
-            raise Failed(f"raised {str(answer['error'])[:300]}")
-        digests = answer.get("digests")
-        if not isinstance(digests, list) or len(digests) != calls:
-            raise Failed(f"answered {len(digests) if isinstance(digests, list) else 'no'} digests for {calls} calls")
-        return seconds, digests
+        return seconds, self._digests(answer, calls)
+
+    def replay(self, seed: int, digests: list, positions: list[int], timeout: float = BATCH_SECONDS) -> dict[int, list]:
+        """The reference's own digests at ``positions`` of another side's batch, on that batch's inputs (untimed)."""
+        self.send({"op": "replay", "seed": seed, "digests": digests, "positions": positions})
+        answer = self.receive(timeout)
+        mine = answer.get("digests")
+        if "error" in answer or not isinstance(mine, dict) or set(mine) != {str(p) for p in positions}:
+            raise Failed(f"could not replay a batch ({str(answer.get('error', 'wrong positions'))[:200]})")
+        return {int(key): value for key, value in mine.items()}
+
+    @staticmethod
+    def _digests(answer: dict, calls: int) -> list:
+        try:
+            return link.digests_of(answer, calls)
+        except RuntimeError as error:
+            raise Failed(f"raised {error}") from None
+        except link.ProtocolError as error:
+            raise Failed(str(error)) from None
 
     def close(self, verdict: dict) -> None:
         try:
@@ -77,11 +118,52 @@ class Side:
             self.send({"op": "verdict", **verdict})
         except OSError:
             pass
-        for closing in (self.stream.close, self.connection.close):
-            try:
-                closing()
-            except OSError:
-                pass
+        try:
+            self.connection.close()
+        except OSError:
+            pass
+
+
+def peer_pid(connection: socket.socket) -> int | None:
+    """The process at the other end of a Unix socket, as the kernel reports it (SO_PEERCRED): the side cannot forge it."""
+    try:
+        pid, _, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return None
+    return pid or None
+
+
+def run_delay(pid: int) -> float | None:
+    """Seconds the threads of process ``pid`` have waited on a run queue (runnable, no CPU free): /proc's schedstat,
+    written by the kernel. A neighbour that takes the CPU away shows here, not in the process's own CPU time."""
+    total, found = 0, False
+    try:
+        tasks = list(pathlib.Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+            found = True
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9 if found else None
+
+
+def undisturbed(waits: list[tuple[float | None, float | None]]) -> list[bool]:
+    """Which rounds to keep: a round is dropped when either side's batch waited for a CPU more than `DISTURBED` of its
+    time beyond that side's median wait. A steady load (a spinner on every core) raises every batch's wait alike and
+    drops nothing; a burst that lands on some batches drops those."""
+    keep = [True] * len(waits)
+    for side in (0, 1):
+        values = [w[side] for w in waits if w[side] is not None]
+        if not values:
+            continue
+        usual = float(np.median(values))
+        for index, w in enumerate(waits):
+            if w[side] is not None and w[side] > usual + DISTURBED:
+                keep[index] = False
+    return keep
 
 
 def matches(a: list, b: list, rtol: float, atol: float) -> bool:
@@ -135,12 +217,17 @@ class Rounds:
     def __init__(self, reference: Side, candidate: Side, options: Options, group):
         self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
 
-    def _timed(self, side: Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list]:
+    def _timed(self, side: Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list, float | None]:
+        """(seconds, digests, share of those seconds the side waited for a CPU) of one batch."""
         if baseline and self.group is not None:
             self.group.freeze()
         try:
-            return side.batch(seed, calls)
-        except (OSError, ValueError) as error:
+            before = side.waited()
+            seconds, digests = side.batch(seed, calls)
+            after = side.waited()
+            waited = (after - before) / seconds if before is not None and after is not None and seconds > 0 else None
+            return seconds, digests, waited
+        except OSError as error:
             raise Failed(f"{what} did not answer ({type(error).__name__})") from None
         except Failed as failure:
             raise Failed(f"{what} {failure}") from None
@@ -148,42 +235,64 @@ class Rounds:
             if baseline and self.group is not None:
                 self.group.thaw()
 
-    def pair(self, seed: int, calls: int, first: str) -> tuple[float, float]:
-        """One batch of each side on the same seed, in the given order; checks the outputs; returns both times."""
-        times, digests = {}, {}
+    def pair(self, seed: int, calls: int, first: str) -> tuple[float, float, tuple[float | None, float | None]]:
+        """One batch of each side from the same seed, in the given order (each side's calls chain on its own outputs,
+        so their inputs part after the first call); then the reference replays the candidate's batch on the candidate's
+        inputs at positions drawn now, and the outputs must match. Returns both times and both sides' CPU waits."""
+        times, digests, waits = {}, {}, {}
         for role in (("baseline", "candidate") if first == "baseline" else ("candidate", "baseline")):
             side = self.reference if role == "baseline" else self.candidate
             what = "the reference" if role == "baseline" else "your code"
-            times[role], digests[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
-        for index, (want, got) in enumerate(zip(digests["baseline"], digests["candidate"])):
+            times[role], digests[role], waits[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
+        positions = sorted(secrets.SystemRandom().sample(range(calls), min(calls, CHECKED_CALLS)))
+        try:
+            wanted = self.reference.replay(seed, digests["candidate"], positions)
+        except Failed as failure:
+            raise Failed(f"the reference {failure}") from None
+        for index in positions:
+            got, want = digests["candidate"][index], wanted[index]
             if not matches(got, want, self.options.rtol, self.options.atol):
-                raise Failed(f"your outputs differ from the reference's on the same inputs (call {index + 1} of a batch: "
-                             f"digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist() if isinstance(got, list) else got} "
-                             f"against {np.round(np.asarray(want, dtype=float)[:3], 6).tolist()}); not measured")
-        return times["baseline"], times["candidate"]
+                raise Failed(f"your outputs differ from the reference's on the same inputs (call {index + 1} of a batch: digest "
+                             f"{np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
+                             f"{np.round(np.asarray(want, dtype=float)[:3], 6).tolist()}): not timed, no speed points")
+        return times["baseline"], times["candidate"], (waits["baseline"], waits["candidate"])
 
     def run(self) -> dict:
+        """Warm-up, one call of each side to size the batches, then paired rounds until the interval of the kept rounds'
+        ratios decides the threshold, the rounds span at least `MIN_SPAN` and there are at least ``min_rounds`` kept
+        rounds, or the budget runs out. Rounds a burst disturbed (`undisturbed`) are measured but not used."""
         options, began = self.options, time.perf_counter()
         warm = ([], [])
         if options.warmup:
-            b, c = self.pair(secrets.randbits(62), options.warmup, "baseline")
+            b, c, _ = self.pair(secrets.randbits(62), options.warmup, "baseline")
             warm = ([b / options.warmup], [c / options.warmup])
         singles = [self.pair(secrets.randbits(62), 1, order) for order in ("baseline", "candidate")]
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
         calls = batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time)
         samples: tuple[list[float], list[float]] = ([], [])
-        ci = (0.0, math.inf)
+        waits: list[tuple[float | None, float | None]] = []
+        ci, kept, timed_from = (0.0, math.inf), [], time.perf_counter()
         for index in range(options.max_rounds):
-            b, c = self.pair(secrets.randbits(62), calls, "baseline" if index % 2 == 0 else "candidate")
+            b, c, waited = self.pair(secrets.randbits(62), calls, "baseline" if index % 2 == 0 else "candidate")
             samples[0].append(b / calls)
             samples[1].append(c / calls)
-            if index + 1 < options.min_rounds:
+            waits.append(waited)
+            out_of_time = time.perf_counter() - began > options.budget
+            if index + 1 < options.min_rounds and not out_of_time:
                 continue
-            ratios = [x / y for x, y in zip(*samples)]
+            keep = undisturbed(waits)
+            kept = [i for i, k in enumerate(keep) if k]
+            if len(kept) < min(options.min_rounds, len(waits)) and not out_of_time:
+                continue
+            ratios = [samples[0][i] / samples[1][i] for i in kept] or [x / y for x, y in zip(*samples)]
             ci = timing._bootstrap_ci(ratios, options.confidence, 0)
-            if timing._decided(ci, options.at_least, 0.05) or time.perf_counter() - began > options.budget:
+            spanned = time.perf_counter() - timed_from >= MIN_SPAN
+            if out_of_time or (spanned and timing._decided(ci, options.at_least, 0.05)):
                 break
-        return {"samples": samples, "warm": warm, "calls": calls, "ci": ci, "elapsed": time.perf_counter() - began}
+        kept = kept or list(range(len(samples[0])))
+        return {"samples": ([samples[0][i] for i in kept], [samples[1][i] for i in kept]), "warm": warm, "calls": calls, "ci": ci,
+                "elapsed": time.perf_counter() - began, "discarded": len(samples[0]) - len(kept),
+                "waits": [list(w) for w in waits]}
 
 
 def _environment() -> dict[str, str]:
@@ -208,7 +317,8 @@ def measure(reference: Side, candidate: Side, options: Options, group) -> timing
                      f"{done.stderr.decode('utf-8', 'replace')[-300:]}") from None
     if "failed" in result:
         raise Failed(result["failed"])
-    metadata = {"grader": True, "frozen": group.freezer if group is not None else "none", "timer": "own process"}
+    metadata = {"grader": True, "frozen": group.freezer if group is not None else "none", "timer": "own process",
+                "disturbed_rounds": result.get("discarded", 0)}
     samples, warm = result["samples"], result["warm"]
     results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
                     for side in (0, 1))
@@ -225,6 +335,8 @@ def main() -> None:
         result = Rounds(sides[0], sides[1], job["options"], job["group"]).run()
     except Failed as failure:
         result = {"failed": str(failure)}
+    except Exception as error:  # noqa: BLE001  (whatever a side sent, the judge gets an answer it can read)
+        result = {"failed": f"could not be measured ({type(error).__name__}: {str(error)[:200]})"}
     sys.stdout.write(json.dumps(result))
     sys.stdout.flush()
 
