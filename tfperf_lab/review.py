@@ -105,6 +105,10 @@ def owned(release: dict) -> _Owned:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
                     modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                root, chain = _root(node.value)  # an alias of a module's part: v1 = tf.compat.v1
+                if root in modules and chain and isinstance(node.value, ast.Attribute):
+                    modules[node.targets[0].id] = ".".join([modules[root], *chain])
         if not notebook.is_protected(cell):
             continue
         meta = notebook.nbgrader_meta(cell)
@@ -233,7 +237,10 @@ class _Reader(ast.NodeVisitor):
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             root, chain = _root(node.value)
-            if self.module_of(root) is not None and (chain or self.module_of(root).split(".")[0] in COURSE_PACKAGES):
+            module = self.module_of(root)
+            if module == "os" and chain == ["environ"]:
+                pass  # setting an environment variable (a TFPERF_ name is flagged as a string anyway)
+            elif module is not None and (chain or module.split(".")[0] in COURSE_PACKAGES):
                 self.flag(node, f"assigns into the module {self.module_of(root)}")
         self.generic_visit(node)
 
