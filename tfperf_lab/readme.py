@@ -1,6 +1,6 @@
 """Every generated block of the README and the docs, and the one place that writes them.
 
-Four blocks sit between HTML comment markers, each in its own page (`BLOCKS`): the lesson table in ``README.md`` (from
+Four blocks sit between HTML comment markers, each in its own page (`PAGES`): the lesson table in ``README.md`` (from
 each lesson's metadata), the example course report in ``docs/benchmarks.md`` (from
 ``docs/example-report/course-report.json``), the grading overhead in ``docs/benchmarks.md`` (from
 ``docs/benchmarks/grading-overhead.json``) and the flake figures in ``docs/flake-campaigns.md`` (from the campaigns in
