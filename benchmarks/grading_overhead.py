@@ -5,8 +5,8 @@ each round (paired, interleaved): plain execution (``jupyter nbconvert --to note
 ``NBGRADER_EXECUTION`` set, so the same reduced workload), ``tfperf-lab check NOTEBOOK`` and ``tfperf-lab grade FOLDER
 --workers 1 --force``. It prints the median wall time of each, the ratios to plain execution and the extra seconds,
 then where the time of one `check` goes (per stage, from `SubmissionResult.stages`), and writes the figures to
-``docs/benchmarks/grading-overhead.json`` (``--out``), from which the README's block is generated
-(``tfperf-lab`` writes no numbers by hand: ``python benchmarks/grading_overhead.py --readme``).
+``docs/benchmarks/grading-overhead.json`` (``--out``), from which the block in ``docs/benchmarks.md`` is generated
+(nobody writes these numbers by hand: ``python benchmarks/grading_overhead.py --docs``).
 
     .venv/bin/python benchmarks/grading_overhead.py 01 09 --rounds 3
 """
@@ -76,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", help="JSON file for the figures (the README's block reads docs/benchmarks/grading-overhead.json)")
-    parser.add_argument("--readme", action="store_true", help="measure nothing: regenerate the README's block from the JSON")
+    parser.add_argument("--out", help="JSON file for the figures (docs/benchmarks.md's block reads docs/benchmarks/grading-overhead.json)")
+    parser.add_argument("--docs", "--readme", dest="docs", action="store_true",
+                        help="measure nothing: regenerate docs/benchmarks.md's block from the JSON")
     args = parser.parse_args(argv)
     course = Course.find()
-    if args.readme:
+    if args.docs:
         print(readme.update(course, "overhead"))
         return 0
     rows = []

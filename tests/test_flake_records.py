@@ -1,4 +1,4 @@
-"""The README's flake figures: generated from the committed campaigns in docs/flake/, complete and current."""
+"""The flake figures of docs/flake-campaigns.md: generated from the committed campaigns in docs/flake/, complete and current."""
 
 import json
 import re
@@ -20,8 +20,9 @@ def _threshold(lesson_id: str, cell_id: str) -> float:
 BUSY = [(c["file"], r) for c in flake.load_campaigns(readme.flake_folder(COURSE)) if c["hogs"] >= 1 for r in c["rows"]]
 
 
-def test_readme_flake_block_is_generated_from_the_committed_campaigns():
-    assert readme.current(COURSE, "flake") == readme.generate(COURSE, "flake"), "README flake block is stale: run `tfperf-lab flake --readme`"
+def test_docs_flake_block_is_generated_from_the_committed_campaigns():
+    assert readme.current(COURSE, "flake") == readme.generate(COURSE, "flake"), \
+        "docs/flake-campaigns.md's flake block is stale: run `tfperf-lab flake --docs`"
 
 
 @pytest.mark.parametrize("lesson_id,cell_id", SPEED_CHECKS, ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
@@ -70,7 +71,7 @@ def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_wi
     assert not missing, f"measure them: tfperf-lab flake LESSON --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/LESSON{suffix}.json: {missing}"
 
 
-def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_a_variant_leaves_alone(tmp_path):
+def test_flake_block_counts_false_failures_and_false_passes_and_ignores_checks_a_variant_leaves_alone(tmp_path):
     variant = next(v for v in variants.VARIANTS if v.lesson == "03_tf_function" and v.name == "eager_train_step")
     other = next(cell for cell in COURSE.lesson(variant.lesson).speed_checks() if cell not in variant.loses)
     (lost,) = set(variant.loses) & set(COURSE.lesson(variant.lesson).speed_checks())
@@ -79,14 +80,14 @@ def test_readme_block_counts_false_failures_and_false_passes_and_ignores_checks_
     rows = [row | {"cell": lost, "answer": "reference", "passed": 19},
             row | {"cell": lost, "answer": variant.name, "passed": 1},
             row | {"cell": other, "answer": variant.name, "passed": 20}]  # not its exercise: not a false pass
-    (tmp_path / "a.json").write_text(json.dumps({"cpu_count": 2, "hogs": 1, "workers": 1, "runs": 20, "rows": rows}))
-    (tmp_path / "b.json").write_text(json.dumps({"cpu_count": 2, "hogs": 0, "workers": 2, "runs": 20,
+    (tmp_path / "a.json").write_text(json.dumps({"date": "2026-01-02", "cpu_count": 2, "hogs": 1, "workers": 1, "runs": 20, "rows": rows}))
+    (tmp_path / "b.json").write_text(json.dumps({"date": "2026-01-03", "cpu_count": 2, "hogs": 0, "workers": 2, "runs": 20, "sandbox": "bubblewrap",
                                                  "rows": [row | {"cell": lost, "answer": "reference", "passed": 20, "seconds_per_notebook": 15.0}]}))
     block = readme.flake_block(COURSE, tmp_path)
     assert "- 1 busy core: 1 false failures in 20 reference runs of 1 speed checks; 1 false passes in 20 runs of 1 unoptimized answers." in block
     assert f"`{other}`" not in block
-    assert "| 1 | 1 | no sandbox (before it existed) | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block
-    assert "| 2 | 0 | no sandbox (before it existed) | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
+    assert "| 2026-01-02 | 1 | 1 | none | the kernel | 03 | 20 | 1 | 1.00 (03) | - | 2.0 | 2.0 |" in block
+    assert "| 2026-01-03 | 2 | 0 | bubblewrap | the kernel | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
 
 
 def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check():

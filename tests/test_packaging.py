@@ -1,4 +1,4 @@
-"""The README, pyproject.toml, environment.yml and .ci/run agree with each other and with the lessons."""
+"""The README, the docs' generated blocks, pyproject.toml, environment.yml and .ci/run agree with each other and with the lessons."""
 
 import json
 import pathlib
@@ -53,32 +53,32 @@ def test_no_mnist_data_is_committed():
 
 def test_readme_example_report_is_the_committed_one_and_covers_every_lesson():
     block = readme.current(COURSE, "report")
-    assert block == readme.generate(COURSE, "report"), "README example is stale: run `tfperf-lab run --example`"
+    assert block == readme.generate(COURSE, "report"), "docs/benchmarks.md's example is stale: run `tfperf-lab run --example`"
     text = (readme.example_folder(COURSE) / "course-report.md").read_text(encoding="utf-8")
     missing = [lesson.id for lesson in COURSE.lessons if f"## {lesson.id}:" not in text]
     assert not missing, f"the example report lacks {missing}: run `tfperf-lab run --example`"
     assert "error:" not in block and (readme.example_folder(COURSE) / "course-report.png").stat().st_size > 10_000
 
 
-def test_update_readme_replaces_only_the_marked_block(tmp_path):
+def test_update_replaces_only_the_marked_block(tmp_path):
     summary = {"date": "2026-01-02", "total_seconds": 90, "lessons": [
         {"id": "01_x", "seconds": 9, "errors": ["cell 3: ValueError: boom"],
          "records": [{"name": "fast", "speedup": 6.5, "ci": [5.0, 7.25], "claim": "1 ms"}]}],
         "environment": {"profile": "reduced", "cpu_count": 2, "gpus": [], "tensorflow": "2.21.0"}}
     (tmp_path / "course-report.json").write_text(json.dumps(summary))
-    target = tmp_path / "README.md"
+    target = tmp_path / "benchmarks.md"
     start, end = readme.MARKS["report"]
     target.write_text(f"before\n{start}\nold\n{end}\nafter\n")
-    readme.update(COURSE, "report", folder=tmp_path, readme=target)
+    readme.update(COURSE, "report", folder=tmp_path, path=target)
     text = target.read_text()
     assert text.startswith(f"before\n{start}\n") and text.endswith(f"{end}\nafter\n") and "old" not in text
     assert "| 01 | fast | 6.50x (5.00-7.25) | 1 ms |" in text and "| 01 | error: cell 3: ValueError: boom | | |" in text
     assert "2 CPU cores, no GPU, TensorFlow 2.21.0: 1 lesson in 1.5 min" in text
 
 
-def test_readme_grading_overhead_is_the_committed_benchmark():
+def test_docs_grading_overhead_is_the_committed_benchmark():
     assert readme.current(COURSE, "overhead") == readme.generate(COURSE, "overhead"), \
-        "README overhead block is stale: run `python benchmarks/grading_overhead.py --readme`"
+        "docs/benchmarks.md's overhead block is stale: run `python benchmarks/grading_overhead.py --docs`"
     summary = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
     assert [row["lesson"] for row in summary["rows"]] == [lesson.id for lesson in COURSE.lessons]
 
@@ -93,4 +93,3 @@ def test_the_graders_own_timing_costs_at_most_20_percent_more_grading_time_than_
     before = {row["lesson"]: row for row in then["rows"]}
     grown = {row["lesson"]: row["ratio"]["check"] / before[row["lesson"]]["ratio"]["check"] for row in now["rows"]}
     assert grown and all(value <= 1.20 for value in grown.values()), grown
-    assert "`check` before the judge" in readme.current(COURSE, "overhead")

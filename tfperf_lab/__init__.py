@@ -12,6 +12,6 @@ Learners' notebooks import only `tfperf`; this package needs the ``[grader]`` ex
   pausing other jobs while one measures) -> `timer` (the grader's clock: paired rounds in a process of its own).
 - `untrusted`: checks on what goes into a sandbox and sanitizing of what comes out; `feedback`: what a learner may see.
 - `results`: what grading returns. `variants`: the registry of correct-but-unoptimized answers. `flake`: campaigns.
-- `report`: the main job (the course report). `readme`: every generated README block. `lint`, `stamp`: notebook rules
-  and the cells every lesson shares. `exchange`: nbgrader's JupyterHub exchange. `cli`: the command line.
+- `report`: the main job (the course report). `readme`: every generated block of the README and docs/. `lint`,
+  `stamp`: notebook rules and the cells every lesson shares. `exchange`: nbgrader's JupyterHub exchange. `cli`: the command line.
 """

@@ -95,7 +95,7 @@ def cmd_run(args) -> int:
     print(f"report: {path}  plot: {path.with_suffix('.png')}")
     if args.example:
         readme.update(course, "report")
-        print("README.md: example report block regenerated")
+        print(f"{readme.PAGES['report']}: example report block regenerated")
     if not clean:
         print("some lessons failed or recorded nothing: see the errors in the report", file=sys.stderr)
     return 0 if clean else 1
@@ -106,9 +106,9 @@ def cmd_flake(args) -> int:
     from . import flake, readme
 
     course = _course(args)
-    if args.readme:
+    if args.docs:
         print(readme.update(course, "flake"))
-        print(f"README.md: flake block regenerated from {readme.flake_folder(course)}")
+        print(f"{readme.PAGES['flake']}: flake block regenerated from {readme.flake_folder(course)}")
         return 0
     rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants,
                          bursts=args.burst)
@@ -199,7 +199,8 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
     grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300)")
     grade.add_argument("--workers", type=int, default=None,
-                       help="notebooks graded at once, each sandbox pinned to its own cores (default: one per core; see the README)")
+                       help="notebooks graded at once, each sandbox pinned to its own cores (default: two on 2-3 cores, then one per "
+                            "two cores; see docs/benchmarks.md)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
@@ -211,7 +212,7 @@ def parser() -> argparse.ArgumentParser:
                      help="reduced: grading-size workloads (default); full: the learner's sizes")
     run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/ here)")
     run.add_argument("--example", action="store_true",
-                     help="write to docs/example-report/ and regenerate the README's example block (commit both)")
+                     help="write to docs/example-report/ and regenerate the example block of docs/benchmarks.md (commit both)")
     run.set_defaults(func=cmd_run)
 
     sub.add_parser("exchange", help="nbgrader's exchange on a JupyterHub: release, collect, grade and return a lesson "
@@ -224,8 +225,9 @@ def parser() -> argparse.ArgumentParser:
     flake.add_argument("--burst", type=int, default=0, metavar="N", help="N neighbours that spin in bursts (10-200 ms on, 10-200 ms off)")
     flake.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
     flake.add_argument("--variants", action="store_true", help="also grade the correct-but-unoptimized answers")
-    flake.add_argument("--out", help="write the rows as JSON (the README's figures come from docs/flake/*.json)")
-    flake.add_argument("--readme", action="store_true", help="measure nothing: regenerate the README's flake block from docs/flake/")
+    flake.add_argument("--out", help="write the rows as JSON (docs/flake-campaigns.md's figures come from docs/flake/*.json)")
+    flake.add_argument("--docs", "--readme", dest="docs", action="store_true",
+                       help="measure nothing: regenerate docs/flake-campaigns.md's block from docs/flake/")
     flake.set_defaults(func=cmd_flake)
 
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
