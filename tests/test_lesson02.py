@@ -1,8 +1,10 @@
 """Lesson 02's exercise against answers that are correct but do not build the graph once.
 
-The article's leaky loop (new ops for every image) and the article's fix (a new graph and session for
-every image) return the right images, so they keep the correctness points; they lose the structure
-and speed points, every time. A graph built once but never finalized loses only the finalize point.
+The article's leaky loop (new ops for every image) returns the right images, so it keeps the correctness points and
+loses the structure and speed points, every time. The article's fix (a new graph and session for every image) is
+finalized and flat, and keeps those points; it loses "one graph" and the race against the leaky loop. A graph built
+once but never finalized loses only the finalize point. A graph built once that never feeds the contrast keeps every
+structure point it got right and loses the cells that check its outputs, and the speed cells, which say why.
 """
 
 import pytest
@@ -30,13 +32,20 @@ VARIANTS = {
                "            return self.session.run(output)\n"),
     },
     "not_finalized": {FINALIZE: ""},
+    "contrast_never_fed": {
+        '            self.contrast = v1.placeholder(tf.float32, [], name="contrast")\n':
+            '            self.contrast = v1.placeholder_with_default(1.0, [], name="contrast")\n',
+        CALL: ("        feed = {self.image: image, self.flip: flip, self.brightness: brightness}\n"
+               "        return self.session.run(self.output, feed)\n"),
+    },
 }
 CORRECT = {"augmenter_matches_leaky": 2}
 EXPECTED = {
+    "contrast_never_fed": {"augmenter_matches_leaky": 0, "augmenter_graph_stays_fixed": 2, "augmenter_graph_finalized": 1,
+                           "augmenter_time_flat": 0, "augmenter_beats_leaky": 0},
     "leaky_loop": {"augmenter_graph_stays_fixed": 0, "augmenter_graph_finalized": 0, "augmenter_time_flat": 0, "augmenter_beats_leaky": 0},
-    # graded, "flat" is timed against a new reference Augmenter, and finalized is backed by the speed verdicts: a new
-    # graph per image is flat but slow, so it loses both
-    "new_graph_per_image": {"augmenter_graph_stays_fixed": 0, "augmenter_graph_finalized": 0, "augmenter_time_flat": 0,
+    # "flat" times the learner's late Augmenter against a new one of theirs: a new graph per image is flat (and slow)
+    "new_graph_per_image": {"augmenter_graph_stays_fixed": 0, "augmenter_graph_finalized": 1, "augmenter_time_flat": 1,
                             "augmenter_beats_leaky": 0},
     "not_finalized": {"augmenter_graph_stays_fixed": 2, "augmenter_graph_finalized": 0, "augmenter_time_flat": 1,
                       "augmenter_beats_leaky": 2},
@@ -66,3 +75,18 @@ def test_slow_answers_are_measured_below_the_threshold(graded, student):
 def test_leaky_answer_slows_down_measurably(graded):
     (measured,) = [m for m in graded["leaky_loop"].measurements if m.name == "exercise_augmenter_late_vs_early"]
     assert measured.ci[0] < 0.5 and not measured.passed
+
+
+def test_wrong_outputs_lose_the_speed_cells_with_the_reason_and_no_structure_cell(graded):
+    result = graded["contrast_never_fed"]
+    speed = {cell.id: cell for cell in result.cells if cell.id in ("augmenter_beats_leaky", "augmenter_time_flat")}
+    assert all("outputs differ from the reference's on the same inputs" in cell.message and "not timed" in cell.message
+               for cell in speed.values()), "\n".join(result.lines())
+    structure = [cell for cell in result.cells if cell.id in ("augmenter_graph_stays_fixed", "augmenter_graph_finalized")]
+    assert all(cell.score == cell.max_score and "grader" not in cell.message for cell in structure), "\n".join(result.lines())
+    assert not result.review, result.review
+
+
+def test_the_flat_check_times_the_learners_own_augmenter_against_itself(graded):
+    (measured,) = [m for m in graded["new_graph_per_image"].measurements if m.name == "exercise_augmenter_late_vs_early"]
+    assert measured.passed and 0.5 <= measured.ci[0] and measured.speedup < 2.0, measured

@@ -1,9 +1,11 @@
-"""Issue 14's findings 1-6: answers that earned speed points by changing what the notebook's own process measures.
+"""Answers that earned speed points by changing what the notebook's own process measures.
 
 Each submission below is a slow answer plus a trick played inside the learner's kernel: the timing harness's numpy
 or clock replaced, a record forged, the baseline slowed, a memo serving the inputs again, a trace count or a call
-count faked. Before the grader timed the checks itself (`tfperf_lab.judge`), each of them scored its speed cell (and
-the faked structural cell); now none may, while the honest reference in the same class keeps every point.
+count faked. When the kernel timed the checks, each of them scored its speed cell (and the faked structural cell);
+now none may: the grader times the speed (`tfperf_lab.judge`), the structural cells count what they check where the
+kernel cannot hide it, and code that patches the machinery is on the review list (`tfperf_lab.review`), while the
+honest reference in the same class keeps every point.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def test_a_forged_record_is_not_read(graded_01):
 
 
 def test_an_unbound_session_run_loses_the_structure_point(graded_01):
-    """Finding 6 (lesson 01): the in-kernel call count misses it; the grader's verdict on the same handle does not."""
+    """Lesson 01: ``v1.Session.run(sess, ...)`` passes a count on the session; the count on the class's ``_run`` sees it."""
     got = scores(graded_01["cheat_unbound_run"])
     assert got["handle_matches_sess_run"] == 2 and got["handle_built_once"] == 0 and got["handle_is_faster"] == 0, \
         "\n".join(graded_01["cheat_unbound_run"].lines())
@@ -75,8 +77,10 @@ def test_a_memo_finds_nothing_to_remember(graded_03):
 
 
 def test_a_faked_trace_count_loses_both_points(graded_03):
-    """Finding 6 (lesson 03): a step that retraces per batch size claims one trace; the grader's fresh batch sizes expose it."""
+    """Lesson 03: a step that retraces per batch size claims one trace: the claim is on the review list, and the grader's
+    fresh batch sizes expose the speed."""
     got = scores(graded_03["cheat_fake_trace_count"])
+    assert graded_03["cheat_fake_trace_count"].review and not graded_03["reference"].review
     assert got["train_step_traces_once"] == 0 and got["train_step_is_faster"] == 0, "\n".join(graded_03["cheat_fake_trace_count"].lines())
 
 

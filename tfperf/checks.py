@@ -159,6 +159,9 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
         inputs: Argument tuples cycled through, or a function of the call index (self-checks only).
         observe: ``observe(output) -> what must match`` between the two sides (default: the whole output).
         rtol, atol: How close the candidate's observed outputs must be to the baseline's on the same inputs.
+        own_baseline: When graded, time the learner's own ``baseline`` against their ``candidate`` (both served by
+            their kernel, outputs checked against the clean process's ``baseline``), instead of the clean process's
+            ``baseline``: for checks about the learner's code against itself ("stays flat after 100 images").
 
     Raises:
         AssertionError: with the measured speedup and its interval.
@@ -175,6 +178,7 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
     if draw is not None:
         fresh = np.random.default_rng()
         inputs = lambda index: draw(fresh)  # noqa: E731
+    options.pop("own_baseline", None)  # a grading setting: the self-check always times both functions given here
     result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
     print(result.summary())
     report.record(name, result)
@@ -191,10 +195,11 @@ def _graded_speedup(baseline, candidate, *, at_least, labels, draw, inputs, obse
     """`assert_speedup` while a grader runs the notebook: serve this process's side and report the grader's verdict."""
     if draw is None and inputs is not None:
         raise AssertionError(f"speed check {name!r} gives fixed inputs, which a graded check cannot use: it needs draw=")
-    serving = candidate if os.environ.get(link.ROLE_VARIABLE, "candidate") == "candidate" else baseline
+    learner = os.environ.get(link.ROLE_VARIABLE, "candidate") == "candidate"
     settings = {"at_least": at_least, "labels": list(labels), "rtol": rtol, "atol": atol}
     settings.update({key: value for key, value in options.items() if isinstance(value, (int, float, str, bool))})
-    verdict = link.serve(name, serving, draw=draw, observe=observe, options=settings)
+    verdict = link.serve(name, candidate if learner else baseline, draw=draw, observe=observe, options=settings,
+                         baseline=baseline if learner else None)
     if verdict.get("summary"):
         print(f"measured by the grader: {verdict['summary']}")
     selfcheck.note(verdict.get("summary") or verdict.get("reason") or "")

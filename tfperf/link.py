@@ -177,7 +177,7 @@ def _replay(fn, draw, observe, wait, seed: int, digests: list, positions: set[in
 
 
 def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable | None = None, options: dict | None = None,
-          address: str | None = None) -> Verdict:
+          address: str | None = None, baseline: Callable | None = None) -> Verdict:
     """Serve ``fn`` to the grader for check ``name`` until it sends its verdict; returns the verdict.
 
     Args:
@@ -188,6 +188,8 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
         options: The check's settings (threshold, rounds, budget, tolerances); the grader reads them from the clean
             process only, never from a learner's kernel.
         address: The grader's socket (default: ``TFPERF_GRADER``).
+        baseline: The check's other side, served too when the instructor's check compares the learner's code with
+            itself (``own_baseline=True``: "does it stay flat"); the grader asks for it by name, never the kernel.
     """
     from .timing import device_wait
 
@@ -213,7 +215,8 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
             op = request.get("op")
             try:
                 if op == "batch":
-                    send({"digests": _batch(fn, draw, observe, wait, int(request["seed"]), int(request["calls"]))})
+                    chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
+                    send({"digests": _batch(chosen, draw, observe, wait, int(request["seed"]), int(request["calls"]))})
                 elif op == "replay":
                     positions = {int(index) for index in request["positions"]}
                     send({"digests": _replay(fn, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)})

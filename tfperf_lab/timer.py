@@ -86,10 +86,11 @@ class Side:
         except link.ProtocolError as error:
             raise Failed(f"sent {error}") from None
 
-    def batch(self, seed: int, calls: int, timeout: float = BATCH_SECONDS) -> tuple[float, list]:
-        """Seconds from request to answer (this process's clock) and the answer's digests; raises Failed."""
+    def batch(self, seed: int, calls: int, timeout: float = BATCH_SECONDS, which: str = "served") -> tuple[float, list]:
+        """Seconds from request to answer (this process's clock) and the answer's digests; raises Failed. ``which`` asks
+        a learner's kernel for the check's baseline instead of its candidate (checks with ``own_baseline``)."""
         began = time.perf_counter()
-        self.send({"op": "batch", "seed": seed, "calls": calls})
+        self.send({"op": "batch", "seed": seed, "calls": calls, "which": which})
         answer = self.receive(timeout)
         seconds = time.perf_counter() - began
         return seconds, self._digests(answer, calls)
@@ -191,6 +192,7 @@ class Options:
     budget: float = 5.0
     sample_time: float = MIN_SAMPLE
     confidence: float = 0.95
+    own_baseline: bool = False  # the learner's kernel serves the baseline too (a check of their code against itself)
 
     @classmethod
     def of(cls, data: dict) -> "Options":
@@ -218,12 +220,17 @@ class Rounds:
         self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
 
     def _timed(self, side: Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list, float | None]:
-        """(seconds, digests, share of those seconds the side waited for a CPU) of one batch."""
-        if baseline and self.group is not None:
+        """(seconds, digests, share of those seconds the side waited for a CPU) of one batch. The learner's sandbox is
+        frozen while the reference serves the baseline; with ``own_baseline`` the learner's kernel serves both."""
+        own = baseline and self.options.own_baseline
+        freeze = baseline and not own and self.group is not None
+        if own:
+            side = self.candidate
+        if freeze:
             self.group.freeze()
         try:
             before = side.waited()
-            seconds, digests = side.batch(seed, calls)
+            seconds, digests = side.batch(seed, calls, which="baseline" if own else "served")
             after = side.waited()
             waited = (after - before) / seconds if before is not None and after is not None and seconds > 0 else None
             return seconds, digests, waited
@@ -232,7 +239,7 @@ class Rounds:
         except Failed as failure:
             raise Failed(f"{what} {failure}") from None
         finally:
-            if baseline and self.group is not None:
+            if freeze:
                 self.group.thaw()
 
     def pair(self, seed: int, calls: int, first: str) -> tuple[float, float, tuple[float | None, float | None]]:
@@ -244,18 +251,24 @@ class Rounds:
             side = self.reference if role == "baseline" else self.candidate
             what = "the reference" if role == "baseline" else "your code"
             times[role], digests[role], waits[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
+        checked = ("candidate", "baseline") if self.options.own_baseline else ("candidate",)
+        for role in checked:
+            self._verify(seed, calls, digests[role])
+        return times["baseline"], times["candidate"], (waits["baseline"], waits["candidate"])
+
+    def _verify(self, seed: int, calls: int, answered: list) -> None:
+        """The reference replays a batch the learner's kernel answered, on its inputs, at positions drawn now."""
         positions = sorted(secrets.SystemRandom().sample(range(calls), min(calls, CHECKED_CALLS)))
         try:
-            wanted = self.reference.replay(seed, digests["candidate"], positions)
+            wanted = self.reference.replay(seed, answered, positions)
         except Failed as failure:
             raise Failed(f"the reference {failure}") from None
         for index in positions:
-            got, want = digests["candidate"][index], wanted[index]
+            got, want = answered[index], wanted[index]
             if not matches(got, want, self.options.rtol, self.options.atol):
-                raise Failed(f"your outputs differ from the reference's on the same inputs (call {index + 1} of a batch: digest "
-                             f"{np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
-                             f"{np.round(np.asarray(want, dtype=float)[:3], 6).tolist()}): not timed, no speed points")
-        return times["baseline"], times["candidate"], (waits["baseline"], waits["candidate"])
+                raise Failed(f"your outputs differ from the reference's on the same inputs: not timed, no speed points (call "
+                             f"{index + 1} of a batch: digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
+                             f"{np.round(np.asarray(want, dtype=float)[:3], 6).tolist()})")
 
     def run(self) -> dict:
         """Warm-up, one call of each side to size the batches, then paired rounds until the interval of the kept rounds'

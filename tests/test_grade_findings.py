@@ -1,0 +1,179 @@
+"""Answers that replace what serves the grader, graded as an instructor grades a class: ``tfperf-lab grade FOLDER``.
+
+Each answer is correct but slow, plus code that swaps the function the grader times for something else (NumPy, a
+compiled function built on the side, the slow handle run once on a whole batch's inputs stacked), written four ways.
+Before the review list, each earned the speed point and the structural cell that shared its evidence. Now each is on
+the review list: its speed cell and that structural cell are withheld and marked for a person, its correctness cells
+kept, the CSV's ``review`` column says why; honest classmates in the same class keep every point, and are not on it.
+A kernel that sends the grader a deeply nested message is refused without stopping the grader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+
+import pytest
+
+from tfperf_lab import cli, variants
+from pipeline import COURSE, with_solution, write_submission
+
+pytestmark = pytest.mark.pipeline
+L01, L05 = COURSE.lesson("01_callable_handles"), COURSE.lesson("05_metrics")
+SLOW_01 = next(v for v in variants.for_lesson(L01.id) if v.name == "calls_sess_run")
+EAGER_05 = next(v for v in variants.for_lesson(L05.id) if v.name == "eager_evaluate")
+
+NUMPY_SERVE = """
+_real_serve = tfperf.link.serve
+
+
+def _numpy_serve(name, fn, **kw):  # the grader's batches answered by NumPy, not by the handle
+    return _real_serve(name, lambda v: [3 * np.asarray(v, np.float32) - 1], **kw)
+
+
+"""
+STACKED = """
+from tfperf import link as _wire
+
+
+def _stacked(fn, draw, observe, wait, seed, calls):  # the slow handle once, on a whole batch's inputs stacked
+    rng = np.random.default_rng(seed)
+    inputs = [draw(rng) for _ in range(calls)]
+    out = np.asarray(fn(np.concatenate(inputs))[0])
+    return [_wire.digest([part]) for part in np.split(out, calls)]
+
+
+_wire._batch = _stacked
+"""
+COMPILED_05 = """
+import tfperf.link as _wire
+_real = _wire.serve
+
+
+def _compiled_serve(name, fn, **kw):  # a compiled evaluation built here, while make_evaluate stays eager
+    signature = [tf.TensorSpec([None, 784], tf.float32), tf.TensorSpec([None], tf.int32)]
+
+    @tf.function(input_signature=signature)
+    def update(x, y):
+        logits = speed_model(x, training=False)
+        for metric in speed_metrics:
+            metric.update_state(y, logits)
+
+    def fast(dataset):
+        for metric in speed_metrics:
+            metric.reset_state()
+        for x, y in dataset:
+            update(x, y)
+        return {metric.name: float(metric.result()) for metric in speed_metrics}
+
+    return _real(name, fast, **kw)
+
+
+_wire.serve = _compiled_serve
+"""
+NESTED_HELLO = """
+import os as _os
+import socket as _socket
+
+_probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+if _os.environ.get("TFPERF_GRADER"):
+    _probe.connect(_os.environ["TFPERF_GRADER"])
+    _probe.sendall(b"[" * 200000 + b"\\n")
+_probe.close()
+"""
+
+
+def _appended(nb: dict, cell_id: str, code: str) -> dict:
+    cell = next(c for c in nb["cells"] if c.get("id") == cell_id)
+    cell["source"] = "".join(cell["source"]) + "\n" + code
+    return nb
+
+
+def _lesson01_class() -> dict[str, dict]:
+    slow = lambda: SLOW_01.notebook(L01)  # noqa: E731
+    return {
+        "honest": L01.source_notebook(),
+        "sleepy": with_solution(L01, "make_callable_solution", {
+            "        return handle(*[": "        time.sleep(0.0005)\n        return handle(*[",
+            "def make_callable(": "import time\n\n\ndef make_callable("}),
+        "numpy_plain": _appended(slow(), "make_callable_solution", NUMPY_SERVE + "tfperf.link.serve = _numpy_serve\n"),
+        "numpy_string_built": _appended(slow(), "make_callable_solution",
+                                        NUMPY_SERVE + "setattr(getattr(tfperf, 'li' + 'nk'), 'se' + 'rve', _numpy_serve)\n"),
+        "stacked": _appended(slow(), "make_callable_solution", STACKED),
+        "nested_hello": _appended(L01.source_notebook(), "make_callable_solution", NESTED_HELLO),
+    }
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder, work = tmp_path_factory.mktemp("class"), tmp_path_factory.mktemp("work")
+    for student, nb in _lesson01_class().items():
+        write_submission(folder, student, L01, nb)
+    write_submission(folder, "compiled_05", L05, _appended(EAGER_05.notebook(L05), "make_evaluate_solution", COMPILED_05))
+    write_submission(folder, "honest_05", L05, L05.source_notebook())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work), "--workers", "2"])
+    with (work / "grades.csv").open(encoding="utf-8") as handle:
+        rows = {(row["student"], row["lesson"]): row for row in csv.DictReader(handle)}
+    return code, rows, printed.getvalue()
+
+
+def _report(printed: str, student: str, lesson) -> str:
+    """The lines `tfperf-lab grade` printed for one submission: its head line and the indented lines under it."""
+    lines, taken = printed.splitlines(), []
+    for line in lines:
+        if line.startswith(f"{lesson.id} ({student}): "):
+            taken.append(line)
+        elif taken and line.startswith("  "):
+            taken.append(line)
+        elif taken:
+            break
+    return "\n".join(taken)
+
+
+def _points(row: dict, lesson, cell: str) -> float:
+    return float(row[f"{lesson.id}:{cell}"])
+
+
+def _full(lesson, cell: str) -> float:
+    return next(c["points"] for c in lesson.grade_cells() if c["id"] == cell)
+
+
+@pytest.mark.parametrize("student", ["numpy_plain", "numpy_string_built", "stacked"])
+def test_a_replaced_server_is_on_the_review_list_and_earns_no_speed_or_shared_structure_point(graded, student):
+    code, rows, _ = graded
+    row = rows[(student, L01.id)]
+    assert code == 0 and row["status"] == "graded", row
+    assert row["review"], row
+    assert _points(row, L01, "handle_is_faster") == 0 and _points(row, L01, "handle_built_once") == 0, row
+    for cell in ("handle_matches_sess_run", "handle_rejects_bad_elements"):
+        assert _points(row, L01, cell) == _full(L01, cell), row
+
+
+def test_a_compiled_evaluation_served_beside_an_eager_answer_is_on_the_review_list(graded):
+    row = graded[1][("compiled_05", L05.id)]
+    assert row["review"] and "tfperf.link" in row["review"] or "grading internals" in row["review"], row
+    assert _points(row, L05, "evaluate_is_faster") == 0 and _points(row, L05, "evaluate_compiled_once") == 0, row
+    assert _points(row, L05, "evaluate_matches_eager") == _full(L05, "evaluate_matches_eager"), row
+
+
+@pytest.mark.parametrize(("student", "lesson"), [("honest", L01), ("honest_05", L05)])
+def test_honest_classmates_keep_every_point_and_are_not_on_the_review_list(graded, student, lesson):
+    row = graded[1][(student, lesson.id)]
+    assert not row["review"] and float(row["score"]) == float(row["max_score"]), row
+
+
+def test_a_slow_handle_with_the_right_structure_keeps_its_structure_point(graded):
+    row = graded[1][("sleepy", L01.id)]
+    assert not row["review"], row
+    assert _points(row, L01, "handle_built_once") == _full(L01, "handle_built_once"), row
+
+
+def test_a_deeply_nested_message_to_the_grader_is_refused_and_the_check_still_measured(graded):
+    row, printed = graded[1][("nested_hello", L01.id)], _report(graded[2], "nested_hello", L01)
+    assert row["status"] == "graded" and row["review"], row  # it opened the grader's socket: a person looks
+    assert _points(row, L01, "handle_matches_sess_run") == _full(L01, "handle_matches_sess_run"), row
+    assert "did not speak its protocol" in printed and "course problem" not in printed, printed
+    assert "speed check exercise_handle_vs_sess_run:" in printed, printed  # the timer went on and measured the real serve
