@@ -166,3 +166,103 @@ def test_a_judge_that_cannot_start_says_so_and_leaves_nothing_behind(tiny, monke
         with referee:
             pass
     assert not referee.folder.exists() and referee not in judge._ACTIVE
+
+
+# -- protocol 2: messages read once, with limits; calls chained; bursts dropped ------------------------------------------
+def _raw_client(address, payload: bytes, then=None):
+    """A 'kernel' that speaks bytes of its choosing to the grader, then (optionally) serves honestly."""
+    import socket as socket_module
+
+    client = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+    client.connect(str(address))
+    client.sendall(payload)
+    time.sleep(0.3)
+    client.close()
+    if then is not None:
+        then()
+
+
+@pytest.mark.parametrize("payload", [b"[" * 200_000 + b"\n", b'{"hello": ' * 3000 + b"\n", b"x" * (link.LINE_LIMIT + 10),
+                                     b'{"hello": "tiny", "role": "candidate", "protocol": 1}\n'])
+def test_a_malformed_or_old_hello_is_refused_and_the_grader_goes_on(tiny, payload):
+    results = []
+    source, nb, environment, _ = tiny
+    with judge.Judge(source, environment=environment, executed=nb) as referee:
+        reader, writer = os.pipe()
+        referee.progress(os.fdopen(reader, "rb"))
+        with os.fdopen(writer, "wb", buffering=0) as progress:
+            progress.write(b"start 2\n")
+            _raw_client(referee.candidate_address, payload, then=lambda: _serve(referee.candidate_address, lambda v: v * 2, results))
+    assert results and results[0]["passed"], (results, referee.notes)
+    assert any("did not speak its protocol" in note for note in referee.notes), referee.notes
+
+
+def test_messages_are_decoded_with_limits():
+    assert link.decode(b'{"digests": [[1, 2, 3]]}\n') == {"digests": [[1, 2, 3]]}
+    for bad, why in [(b"[" * 5000 + b"\n", "not JSON"), (b'{"a": [[[[[[[1]]]]]]]}\n', "deeper"), (b"[1]\n", "not a JSON object"),
+                     (b'{"a": 1}', "cut short"), (b"{" + b" " * link.LINE_LIMIT + b"}\n", "longer")]:
+        with pytest.raises(link.ProtocolError, match=why):
+            link.decode(bad)
+    with pytest.raises(link.ProtocolError, match="protocol"):
+        link.hello({"hello": "x", "role": "candidate", "protocol": 1})
+    assert link.hello({"hello": "x", "role": "baseline", "protocol": link.PROTOCOL}) == ("x", "baseline", {})
+
+
+def test_a_call_cannot_see_the_next_calls_inputs_before_it_answers():
+    """Two answers that differ in the last bits draw different next inputs; the same answers, the same inputs."""
+    def inputs(first_output):
+        rng = np.random.default_rng(7)
+        seen = [rng.random(3)]
+        link.advance(rng, link.digest(first_output))
+        seen.append(rng.random(3))
+        return seen
+
+    a, b, c = inputs(np.float64(1.0)), inputs(np.float64(1.0) + 1e-12), inputs(np.float64(1.0))
+    assert np.array_equal(a[0], b[0]) and not np.array_equal(a[1], b[1]) and np.array_equal(a[1], c[1])
+
+
+def test_a_batch_run_all_at_once_does_not_match_the_replay(tiny, monkeypatch):
+    """A server that draws a whole batch's inputs up front (to stack them) answers inputs the replay never drew."""
+    def stacked(fn, draw, observe, wait, seed, calls):
+        rng = np.random.default_rng(seed)
+        return [link.digest(fn(draw(rng))) for _ in range(calls)]
+
+    monkeypatch.setattr(link, "_batch", stacked)
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert not verdicts[0]["passed"] and "differ from the reference" in verdicts[0]["reason"], verdicts
+
+
+def test_a_trickled_answer_counts_whole_against_the_batch_deadline():
+    import socket as socket_module
+
+    ours, theirs = socket_module.socketpair()
+    side = timer.Side(ours, {"hello": "x"})
+
+    def trickle():
+        theirs.recv(1000)
+        for byte in b'{"digests": [[1.0]]}\n':
+            theirs.sendall(bytes([byte]))
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    began = time.monotonic()
+    with pytest.raises(timer.Failed, match="did not answer within"):
+        side.batch(1, 1, timeout=0.3)
+    assert time.monotonic() - began < 0.6
+    thread.join()
+
+
+def test_rounds_a_burst_landed_on_are_dropped_and_a_steady_load_drops_none():
+    steady = [(0.5, 0.45)] * 12
+    assert all(timer.undisturbed(steady))
+    bursty = [(0.02, 0.03)] * 10 + [(0.6, 0.02), (0.01, 0.5)]
+    assert timer.undisturbed(bursty) == [True] * 10 + [False, False]
+    assert all(timer.undisturbed([(None, None)] * 5))
+
+
+def test_the_grader_reads_how_long_a_process_waited_for_a_cpu():
+    me = os.getpid()
+    waited = timer.run_delay(me)
+    assert waited is not None and waited >= 0
+    assert timer.run_delay(2**22 + 12345) is None
