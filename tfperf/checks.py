@@ -29,7 +29,7 @@ __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "coun
 _HARNESS = {
     (module.__name__, name): getattr(module, name)
     for module, names in (
-        (timing, ("compare", "measure", "_run", "_caller", "_calibrate", "_bootstrap_ci", "_decided", "_block", "_CLOCK")),
+        (timing, ("compare", "measure", "paired_rounds", "_run", "_caller", "_calibrate", "bootstrap_ci", "decided", "_block", "_CLOCK")),
         (report, ("record",)),
     )
     for name in names

@@ -6,9 +6,10 @@ process running the instructor's source serves the baseline. The grader sends ba
 number of calls). This side draws each call's arguments from one ``numpy.random.default_rng(seed)`` with the check's
 ``draw`` function, and after each call moves that generator on by an amount taken from the call's output digest
 (`advance`): call i+1's inputs do not exist until call i has answered, so no implementation can stack, thread or
-precompute the calls of a batch. It answers with the digest of every call. The grader times each batch from outside,
-then asks the clean process to replay the batch on the same inputs (`replay`, untimed) at positions it picks after the
-answer, and compares the digests.
+precompute the calls of a batch. It answers with the digest of every call. The grader times each batch from outside;
+the clean process then runs the baseline on the same inputs in the same order (``follow``: the candidate's digests
+move its generator), timed too, so a training step's state stays in step on both sides, and every call's digests are
+compared. (``replay`` spot-checks a batch untimed, for checks whose baseline the learner's kernel serves.)
 
 Nothing here is trusted by the grader: a kernel that patches this module can only answer late, answer wrong (the
 digests will not match the clean process's on inputs it had never seen) or not answer (no speed points); code that
@@ -162,18 +163,22 @@ def _batch(fn, draw, observe, wait, seed: int, calls: int) -> list[list[float]]:
     return found
 
 
-def _replay(fn, draw, observe, wait, seed: int, digests: list, positions: set[int]) -> dict[str, list[float]]:
-    """Untimed, in the clean process: the other side's batch on the same inputs (its digests move the generator), this
-    side's own digests at ``positions``."""
+def _replay(fn, draw, observe, wait, seed: int, digests: list, positions: set[int] | None) -> dict[str, list[float]] | list:
+    """Another side's batch on the same inputs, in the same order (its digests move the generator): this side's own
+    digests at ``positions`` (untimed spot checks), or at every call when ``positions`` is None (the baseline's timed
+    batch, which keeps a training step's state in step with the candidate's)."""
     rng = np.random.default_rng(seed)
-    mine = {}
+    mine: dict[str, list[float]] = {}
+    every = []
     for index, theirs in enumerate(digests):
-        if index in positions:
+        if positions is None:
+            every.append(_call(fn, draw, observe, rng, wait))
+        elif index in positions:
             mine[str(index)] = _call(fn, draw, observe, rng, wait)
         elif draw is not None:
             draw(rng)
         advance(rng, theirs)
-    return mine
+    return every if positions is None else mine
 
 
 def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable | None = None, options: dict | None = None,
@@ -217,9 +222,10 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
                 if op == "batch":
                     chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
                     send({"digests": _batch(chosen, draw, observe, wait, int(request["seed"]), int(request["calls"]))})
-                elif op == "replay":
-                    positions = {int(index) for index in request["positions"]}
-                    send({"digests": _replay(fn, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)})
+                elif op in ("replay", "follow"):
+                    chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
+                    positions = {int(index) for index in request["positions"]} if op == "replay" else None
+                    send({"digests": _replay(chosen, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)})
                 elif op == "verdict":
                     return Verdict(passed=bool(request.get("passed")), summary=str(request.get("summary", "")),
                                    reason=request.get("reason"))

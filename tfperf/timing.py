@@ -37,7 +37,7 @@ from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
 
-__all__ = ["Comparison", "TimingResult", "compare", "device_wait", "format_seconds", "measure"]
+__all__ = ["Comparison", "Rounds", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,7 +318,7 @@ def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
     return max(1, min(10**6, round(sample_time / one)))
 
 
-def _bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resamples: int = 2000) -> tuple[float, float]:
+def bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resamples: int = 2000) -> tuple[float, float]:
     """Percentile bootstrap interval of the median (NumPy only: no extra dependency, no warnings)."""
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
@@ -359,6 +359,61 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
     number = _calibrate(call, clock, sample_time, number)
     samples = tuple(_run(call, number, clock) for _ in range(repeats))
     return TimingResult(label or getattr(fn, "__name__", "function"), samples, number, warm, metadata)
+
+
+@dataclasses.dataclass
+class Rounds:
+    """What `paired_rounds` measured: seconds per call of each side per round (only the rounds kept), the rounds
+    dropped, the interval of the kept rounds' ratios, and the seconds it took."""
+
+    samples: tuple[list[float], list[float]]
+    ci: tuple[float, float]
+    dropped: int
+    elapsed: float
+
+    @property
+    def ratios(self) -> list[float]:
+        return [b / c for b, c in zip(*self.samples)]
+
+
+def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = 10, max_rounds: int = 200,
+                  budget: float = 5.0, confidence: float = 0.95, tolerance: float = 0.05, seed: int = 0,
+                  clock: Callable[[], float] | None = None, keep: Callable[[int], list[bool]] | None = None,
+                  min_span: float = 0.0) -> Rounds:
+    """The one measuring loop of the course (the self-check's `compare` and the grader's timer both run it).
+
+    ``pair(index)`` runs round ``index`` (both sides, the order alternating with the index) and returns each side's
+    seconds per call. After ``min_rounds`` rounds the median ratio's bootstrap interval decides (`decided`): stop when
+    it lies wholly above or below ``threshold`` (without one: above ``1 + tolerance``, below its inverse, or inside
+    both), the rounds span ``min_span`` seconds, and at least ``min_rounds`` rounds are kept; or when ``budget`` seconds
+    or ``max_rounds`` rounds are spent (never before ``min_rounds``: the grader bounds a check's time on top of this).
+    ``keep(count)`` says which of the rounds so far count (the grader drops rounds
+    a neighbour's burst landed on); all count without it.
+    """
+    if min_rounds < 2 or max_rounds < min_rounds:
+        raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
+    clock = clock or _CLOCK
+    began = clock()
+    samples: tuple[list[float], list[float]] = ([], [])
+    kept: list[int] = []
+    ci = (0.0, math.inf)
+    for index in range(max_rounds):
+        baseline, candidate = pair(index)
+        samples[0].append(baseline)
+        samples[1].append(candidate)
+        if index + 1 < min_rounds:
+            continue
+        out_of_time = clock() - began > budget
+        kept = [i for i, k in enumerate(keep(index + 1) if keep else [True] * (index + 1)) if k]
+        if len(kept) < min_rounds and not out_of_time:
+            continue
+        chosen = kept or list(range(index + 1))
+        ci = bootstrap_ci([samples[0][i] / samples[1][i] for i in chosen], confidence, seed)
+        if out_of_time or (clock() - began >= min_span and decided(ci, threshold, tolerance)):
+            break
+    chosen = kept or list(range(len(samples[0])))
+    return Rounds(([samples[0][i] for i in chosen], [samples[1][i] for i in chosen]), ci, len(samples[0]) - len(chosen),
+                  clock() - began)
 
 
 def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] = ("baseline", "candidate"),
@@ -409,18 +464,16 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         for side in (0, 1):
             warm[side].append(_run(calls[side], 1, clock))
     numbers = tuple(_calibrate(call, clock, sample_time, None) for call in calls)
-    samples: tuple[list[float], list[float]] = ([], [])
-    ci = (0.0, math.inf)
-    for round_index in range(max_rounds):
-        order = (0, 1) if round_index % 2 == 0 else (1, 0)
-        for side in order:
-            samples[side].append(_run(calls[side], numbers[side], clock))
-        if round_index + 1 < min_rounds:
-            continue
-        ratios = [b / c for b, c in zip(*samples)]
-        ci = _bootstrap_ci(ratios, confidence, seed)
-        if _decided(ci, threshold, tolerance) or clock() - began > budget:
-            break
+
+    def pair(index: int) -> tuple[float, float]:
+        seconds = [0.0, 0.0]
+        for side in ((0, 1) if index % 2 == 0 else (1, 0)):
+            seconds[side] = _run(calls[side], numbers[side], clock)
+        return seconds[0], seconds[1]
+
+    rounds = paired_rounds(pair, threshold=threshold, min_rounds=min_rounds, max_rounds=max_rounds, budget=max(0.0, budget - (clock() - began)),
+                           confidence=confidence, tolerance=tolerance, seed=seed, clock=clock)
+    samples, ci = rounds.samples, rounds.ci
     results = tuple(
         TimingResult(labels[side], tuple(samples[side]), numbers[side], tuple(warm[side]), metadata) for side in (0, 1)
     )
@@ -428,7 +481,9 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
                       tolerance, clock() - began, _env.fingerprint())
 
 
-def _decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:
+def decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:
+    """The one decision rule: the interval lies wholly above or below ``threshold`` (without one: shows a difference
+    beyond ``tolerance`` either way, or none)."""
     low, high = ci
     if threshold is not None:
         return low >= threshold or high < threshold

@@ -30,11 +30,12 @@ import numpy as np
 from tfperf import env as tf_env
 from tfperf import link, timing
 
-BATCH_SECONDS = 120.0  # one batch, request to last byte of the answer, as a total (a trickled answer counts whole)
+BATCH_SECONDS = 60.0  # one batch, request to last byte of the answer, as a total (a trickled answer counts whole)
+GRACE = 30.0  # seconds a check may run past its budget (warm-up with tracing, the last round): then it fails, alone
 MIN_SAMPLE = 0.02  # seconds the slower side's batch should take (the check's sample_time, if longer)
 MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging (~50 us a batch) stays a few percent of it
 MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
-CHECKED_CALLS = 4  # calls of every candidate batch the reference replays (positions drawn after the answer)
+CHECKED_CALLS = 4  # calls the reference spot-checks, untimed, in a batch the learner's kernel served both sides of
 MIN_SPAN = 1.0  # seconds the timed rounds span at least, so one burst of a neighbour cannot cover a whole decision
 DISTURBED = 0.10  # a batch whose side waited for a CPU this much longer (share of its time) than that side usually does
 
@@ -94,6 +95,15 @@ class Side:
         answer = self.receive(timeout)
         seconds = time.perf_counter() - began
         return seconds, self._digests(answer, calls)
+
+    def follow(self, seed: int, digests: list, timeout: float = BATCH_SECONDS, which: str = "served") -> tuple[float, list]:
+        """Seconds and digests of a batch on another side's inputs, in its order (the other side's ``digests`` move the
+        generator): the baseline's timed batch."""
+        began = time.perf_counter()
+        self.send({"op": "follow", "seed": seed, "digests": digests, "which": which})
+        answer = self.receive(timeout)
+        seconds = time.perf_counter() - began
+        return seconds, self._digests(answer, len(digests))
 
     def replay(self, seed: int, digests: list, positions: list[int], timeout: float = BATCH_SECONDS) -> dict[int, list]:
         """The reference's own digests at ``positions`` of another side's batch, on that batch's inputs (untimed)."""
@@ -218,19 +228,28 @@ class Rounds:
 
     def __init__(self, reference: Side, candidate: Side, options: Options, group):
         self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
+        self.deadline = time.monotonic() + options.budget + GRACE  # the check's hard bound, from its first request
 
-    def _timed(self, side: Side, seed: int, calls: int, *, baseline: bool, what: str) -> tuple[float, list, float | None]:
-        """(seconds, digests, share of those seconds the side waited for a CPU) of one batch. The learner's sandbox is
-        frozen while the reference serves the baseline; with ``own_baseline`` the learner's kernel serves both."""
-        own = baseline and self.options.own_baseline
-        freeze = baseline and not own and self.group is not None
-        if own:
-            side = self.candidate
+    def _left(self, what: str) -> float:
+        """Seconds the next batch may take: the batch limit, or what is left of the check's hard bound."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise Failed(f"{what} took longer than the check's {self.options.budget + GRACE:g} s: not measured")
+        return min(BATCH_SECONDS, left)
+
+    def _timed(self, side: Side, seed: int, calls: int, *, what: str, follow: list | None = None, which: str = "served",
+               freeze: bool = False) -> tuple[float, list, float | None]:
+        """(seconds, digests, share of those seconds the side waited for a CPU) of one batch: a chained batch from
+        ``seed``, or one that follows another side's digests. ``freeze``: the learner's sandbox is frozen meanwhile."""
+        freeze = freeze and self.group is not None
         if freeze:
             self.group.freeze()
         try:
             before = side.waited()
-            seconds, digests = side.batch(seed, calls, which="baseline" if own else "served")
+            if follow is None:
+                seconds, digests = side.batch(seed, calls, timeout=self._left(what), which=which)
+            else:
+                seconds, digests = side.follow(seed, follow, timeout=self._left(what), which=which)
             after = side.waited()
             waited = (after - before) / seconds if before is not None and after is not None and seconds > 0 else None
             return seconds, digests, waited
@@ -242,29 +261,34 @@ class Rounds:
             if freeze:
                 self.group.thaw()
 
-    def pair(self, seed: int, calls: int, first: str) -> tuple[float, float, tuple[float | None, float | None]]:
-        """One batch of each side from the same seed, in the given order (each side's calls chain on its own outputs,
-        so their inputs part after the first call); then the reference replays the candidate's batch on the candidate's
-        inputs at positions drawn now, and the outputs must match. Returns both times and both sides' CPU waits."""
-        times, digests, waits = {}, {}, {}
-        for role in (("baseline", "candidate") if first == "baseline" else ("candidate", "baseline")):
-            side = self.reference if role == "baseline" else self.candidate
-            what = "the reference" if role == "baseline" else "your code"
-            times[role], digests[role], waits[role] = self._timed(side, seed, calls, baseline=role == "baseline", what=what)
-        checked = ("candidate", "baseline") if self.options.own_baseline else ("candidate",)
-        for role in checked:
-            self._verify(seed, calls, digests[role])
-        return times["baseline"], times["candidate"], (waits["baseline"], waits["candidate"])
+    def pair(self, seed: int, calls: int) -> tuple[float, float, tuple[float | None, float | None]]:
+        """One batch of each side: the candidate's first, each call's inputs chained on its previous output; then the
+        baseline on the same inputs in the same order (timed, the learner's sandbox frozen), so a training step's state
+        moves in step on both sides. Every call's outputs must match. Batches alternate C, B, C, B: each follows one of
+        the other side. Returns both times and both sides' CPU waits. With ``own_baseline`` the learner's kernel serves
+        the baseline too, and the reference spot-checks both batches untimed."""
+        c_time, c_digests, c_wait = self._timed(self.candidate, seed, calls, what="your code")
+        if self.options.own_baseline:
+            b_time, b_digests, b_wait = self._timed(self.candidate, seed, calls, what="your code", follow=c_digests, which="baseline")
+            self._verify(seed, calls, c_digests)
+            self._verify(seed, calls, b_digests)
+        else:
+            b_time, b_digests, b_wait = self._timed(self.reference, seed, calls, what="the reference", follow=c_digests, freeze=True)
+            self._compare(range(calls), c_digests, b_digests)
+        return b_time, c_time, (b_wait, c_wait)
 
     def _verify(self, seed: int, calls: int, answered: list) -> None:
-        """The reference replays a batch the learner's kernel answered, on its inputs, at positions drawn now."""
+        """The reference replays a batch the learner's kernel answered, on its inputs, at positions drawn now (untimed)."""
         positions = sorted(secrets.SystemRandom().sample(range(calls), min(calls, CHECKED_CALLS)))
         try:
-            wanted = self.reference.replay(seed, answered, positions)
+            wanted = self.reference.replay(seed, answered, positions, timeout=self._left("the reference"))
         except Failed as failure:
             raise Failed(f"the reference {failure}") from None
+        self._compare(positions, answered, [wanted.get(i) for i in range(calls)])
+
+    def _compare(self, positions, got_all: list, want_all: list) -> None:
         for index in positions:
-            got, want = answered[index], wanted[index]
+            got, want = got_all[index], want_all[index]
             if not matches(got, want, self.options.rtol, self.options.atol):
                 raise Failed(f"your outputs differ from the reference's on the same inputs: not timed, no speed points (call "
                              f"{index + 1} of a batch: digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
@@ -277,35 +301,23 @@ class Rounds:
         options, began = self.options, time.perf_counter()
         warm = ([], [])
         if options.warmup:
-            b, c, _ = self.pair(secrets.randbits(62), options.warmup, "baseline")
+            b, c, _ = self.pair(secrets.randbits(62), options.warmup)
             warm = ([b / options.warmup], [c / options.warmup])
-        singles = [self.pair(secrets.randbits(62), 1, order) for order in ("baseline", "candidate")]
+        singles = [self.pair(secrets.randbits(62), 1) for _ in range(2)]
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
         calls = batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time)
-        samples: tuple[list[float], list[float]] = ([], [])
         waits: list[tuple[float | None, float | None]] = []
-        ci, kept, timed_from = (0.0, math.inf), [], time.perf_counter()
-        for index in range(options.max_rounds):
-            b, c, waited = self.pair(secrets.randbits(62), calls, "baseline" if index % 2 == 0 else "candidate")
-            samples[0].append(b / calls)
-            samples[1].append(c / calls)
+
+        def pair(index: int) -> tuple[float, float]:
+            b, c, waited = self.pair(secrets.randbits(62), calls)
             waits.append(waited)
-            out_of_time = time.perf_counter() - began > options.budget
-            if index + 1 < options.min_rounds and not out_of_time:
-                continue
-            keep = undisturbed(waits)
-            kept = [i for i, k in enumerate(keep) if k]
-            if len(kept) < min(options.min_rounds, len(waits)) and not out_of_time:
-                continue
-            ratios = [samples[0][i] / samples[1][i] for i in kept] or [x / y for x, y in zip(*samples)]
-            ci = timing._bootstrap_ci(ratios, options.confidence, 0)
-            spanned = time.perf_counter() - timed_from >= MIN_SPAN
-            if out_of_time or (spanned and timing._decided(ci, options.at_least, 0.05)):
-                break
-        kept = kept or list(range(len(samples[0])))
-        return {"samples": ([samples[0][i] for i in kept], [samples[1][i] for i in kept]), "warm": warm, "calls": calls, "ci": ci,
-                "elapsed": time.perf_counter() - began, "discarded": len(samples[0]) - len(kept),
-                "waits": [list(w) for w in waits]}
+            return b / calls, c / calls
+
+        rounds = timing.paired_rounds(pair, threshold=options.at_least, min_rounds=options.min_rounds, max_rounds=options.max_rounds,
+                                      budget=max(0.0, options.budget - (time.perf_counter() - began)), confidence=options.confidence,
+                                      clock=time.perf_counter, keep=lambda count: undisturbed(waits[:count]), min_span=MIN_SPAN)
+        return {"samples": rounds.samples, "warm": warm, "calls": calls, "ci": rounds.ci, "elapsed": time.perf_counter() - began,
+                "discarded": rounds.dropped, "waits": [list(w) for w in waits]}
 
 
 def _environment() -> dict[str, str]:
@@ -320,7 +332,7 @@ def measure(reference: Side, candidate: Side, options: Options, group) -> timing
     job = pickle.dumps({"fds": fds, "options": options, "group": group})
     try:
         done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.timer"], input=job, capture_output=True,
-                              pass_fds=fds, timeout=options.budget + 6 * BATCH_SECONDS, env=_environment())
+                              pass_fds=fds, timeout=options.budget + GRACE + 10, env=_environment())
     except subprocess.TimeoutExpired:
         raise Failed("took longer than the check's time allows; not measured") from None
     try:
