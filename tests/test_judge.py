@@ -266,3 +266,34 @@ def test_the_grader_reads_how_long_a_process_waited_for_a_cpu():
     waited = timer.run_delay(me)
     assert waited is not None and waited >= 0
     assert timer.run_delay(2**22 + 12345) is None
+
+
+def test_a_judge_with_cores_of_its_own_measures_on_them_without_pausing_anyone(tiny, monkeypatch):
+    """Jobs pinned to disjoint cores measure at the same time: no global lock, no pausing of other jobs, the reference
+    process and the timer on the job's cores."""
+    source, nb, environment, _ = tiny
+    seen = {}
+    real_measure = timer.measure
+
+    def watching(reference, candidate, options, group, cpus=None):
+        seen["lock_held"] = judge._MEASURING.locked()
+        seen["cpus"] = cpus
+        seen["reference_cores"] = os.sched_getaffinity(reference.pid) if reference.pid else None
+        return real_measure(reference, candidate, options, group, cpus=cpus)
+
+    monkeypatch.setattr(timer, "measure", watching)
+    verdicts = []
+    with judge.Judge(source, environment=environment, executed=nb, cpus=(0,)) as referee:
+        other = judge.Judge(source, environment=environment, executed=nb)  # an unpinned job of the same process
+        other.group = type("Group", (), {"freeze": lambda self: seen.setdefault("paused", True), "thaw": lambda self: None})()
+        judge._ACTIVE.add(other)
+        try:
+            reader, writer = os.pipe()
+            referee.progress(os.fdopen(reader, "rb"))
+            with os.fdopen(writer, "wb", buffering=0) as progress:
+                progress.write(b"start 2\n")
+                _serve(referee.candidate_address, lambda v: v * 2, verdicts)
+        finally:
+            judge._ACTIVE.discard(other)
+    assert verdicts and verdicts[0]["passed"], (verdicts, referee.notes)
+    assert seen["lock_held"] is False and seen["cpus"] == (0,) and seen["reference_cores"] == {0} and "paused" not in seen, seen

@@ -92,7 +92,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         scratch.mkdir(parents=True, exist_ok=True)
         from .judge import JudgeUnavailable
 
-        judge = _judge_for(course, lesson_id, nb, data_path)
+        judge = _judge_for(course, lesson_id, nb, data_path, limits.cpus)
         try:
             with judge or contextlib.nullcontext():
                 outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
@@ -119,7 +119,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         return executed, resources
 
 
-def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None):
+def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None, cpus: tuple[int, ...] | None = None):
     """A `Judge` for this submission when its lesson has speed checks and the instructor's source is here (None otherwise:
     without solutions/ a learner's own `check` measures in its kernel, as the self-check does)."""
     from .judge import Judge
@@ -130,7 +130,7 @@ def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None):
         return None
     if not course.has_hidden_tests or not lesson.speed_checks() or not lesson.source.exists():
         return None
-    return Judge(lesson.source, environment=sandbox.reference_environment(data), executed=nb)
+    return Judge(lesson.source, environment=sandbox.reference_environment(data), executed=nb, cpus=cpus)
 
 
 def enforce_verdicts(executed, checks: dict[str, list[str]], judge) -> None:

@@ -9,8 +9,13 @@ The judge hands both connections to the grader's clock (`tfperf_lab.timer`, a pr
 alternating order, each a batch of calls on arguments drawn from a fresh seed it chose, timed from request to answer,
 the learner's sandbox frozen (its cgroup) while the baseline runs, every answer's output digests matched against the
 reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from the grader's side
-and become the `Record` the score stage uses; the kernel only hears the verdict. While one judge measures, every other
-grading job of this process is paused.
+and become the `Record` the score stage uses; the kernel only hears the verdict.
+
+Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process and the timer all on the job's cores)
+measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
+alone: every other such job of this process is paused meanwhile (its sandbox frozen, its reference process stopped),
+and the time it spent paused is added back to its time limits (`paused_seconds`). A measurement has a hard bound
+(`tfperf_lab.timer.GRACE`), so no submission can hold the others for longer than its own checks' bounds.
 
 A candidate is accepted only while the runner reports the speed check's own test cell executing, and only once.
 """
@@ -42,8 +47,9 @@ REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells r
 TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
 
 
-# One measurement at a time in this process: while a judge times its two sides, every other grading job it runs (their
-# sandboxes and reference processes) is paused, so parallel workers never time their speed checks against each other.
+# Jobs without cores of their own measure one at a time in this process: while such a judge times its two sides, every
+# other unpinned grading job (their sandboxes and reference processes) is paused, so they never time against each other.
+# Jobs pinned to their own cores neither take this lock nor get paused.
 _MEASURING = threading.Lock()
 _ACTIVE: set = set()
 _ACTIVE_LOCK = threading.Lock()
@@ -80,8 +86,11 @@ def _hello(connection: socket.socket, role: str) -> Side | None:
 class Judge:
     """Speed verdicts for one submission; see the module docstring. Use as a context manager around the sandbox run."""
 
-    def __init__(self, source: pathlib.Path, *, environment: dict[str, str], executed: dict):
+    def __init__(self, source: pathlib.Path, *, environment: dict[str, str], executed: dict, cpus: tuple[int, ...] | None = None):
         self.source = source
+        self.cpus = tuple(cpus) if cpus else None  # the job's own cores (None: it shares them and measures alone)
+        self.paused_seconds = 0.0  # how long other jobs' measurements kept this one paused (added to its time limits)
+        self._paused_at: float | None = None
         source_nb = notebook.read(source)
         checks = notebook.speed_checks(source_nb)
         self.expected = {name: cell_id for cell_id, names in checks.items() for name in names}
@@ -181,7 +190,8 @@ class Judge:
                                          "HOME": str(self.folder / "reference"), "TMPDIR": str(self.folder / "reference"),
                                          "MPLCONFIGDIR": str(self.folder / "reference" / ".matplotlib")}
         env.pop("TFPERF_RECORD", None)
-        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.reference", str(self.source)], env=env,
+        pin = ["--cpus", ",".join(map(str, self.cpus))] if self.cpus else []
+        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.reference", str(self.source), *pin], env=env,
                                            cwd=self.folder / "reference", stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                            start_new_session=True)
 
@@ -256,13 +266,15 @@ class Judge:
             candidate.close({"passed": False, "reason": reason})
             return
         options = Options.of(reference.hello.get("options") or {})
-        _MEASURING.acquire()
-        with _ACTIVE_LOCK:
-            others = [judge for judge in _ACTIVE if judge is not self]
-        for other in others:
-            other._pause()
+        alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
+        if alone:
+            _MEASURING.acquire()
+            with _ACTIVE_LOCK:
+                others = [judge for judge in _ACTIVE if judge is not self and judge.cpus is None]
+            for other in others:
+                other._pause()
         try:
-            comparison = timer.measure(reference, candidate, options, self.group)
+            comparison = timer.measure(reference, candidate, options, self.group, cpus=self.cpus)
         except Failed as failure:
             reason = str(failure)
             self.notes.append(f"speed check {name}: {reason}")
@@ -271,9 +283,10 @@ class Judge:
             return
         finally:
             self._thaw()
-            for other in others:
-                other._resume()
-            _MEASURING.release()
+            if alone:
+                for other in others:
+                    other._resume()
+                _MEASURING.release()
         record = Record.of(name, comparison, technique=TECHNIQUE)
         self.records.append(record)
         verdict = {"passed": record.passed, "summary": comparison.summary()}
@@ -281,7 +294,9 @@ class Judge:
         reference.close(verdict)
 
     def _pause(self) -> None:
-        """Stop this job entirely (its sandbox and its reference process) while another judge measures."""
+        """Stop this job entirely (its sandbox and its reference process) while another judge measures; its clock stops
+        too: the time paused is added back to its limits."""
+        self._paused_at = time.monotonic()
         self._freeze()
         if self._reference is not None and self._reference.poll() is None:
             os.kill(self._reference.pid, signal.SIGSTOP)
@@ -290,6 +305,9 @@ class Judge:
         if self._reference is not None and self._reference.poll() is None:
             os.kill(self._reference.pid, signal.SIGCONT)
         self._thaw()
+        if self._paused_at is not None:
+            self.paused_seconds += time.monotonic() - self._paused_at
+            self._paused_at = None
 
     def _freeze(self) -> None:
         if self.group is not None:

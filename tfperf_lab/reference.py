@@ -1,6 +1,6 @@
 """The clean side of a graded speed check: the instructor's source, never a learner's code, serving the baselines.
 
-``python -I -m tfperf_lab.reference SOURCE.ipynb`` runs, in notebook order, the code cells of the instructor's source
+``python -I -m tfperf_lab.reference SOURCE.ipynb [--cpus 0,1]`` runs, in notebook order, the code cells of the instructor's source
 tagged ``speed-fixture`` (setup, the lesson's support code, the reference answers a test cell needs) and every test cell
 that runs a speed check, in an IPython shell of its own. `tfperf_lab.judge` starts it for each graded submission with
 ``TFPERF_GRADER`` set, so each speed test cell's `tfperf.assert_speedup` serves its baseline to the judge and waits for
@@ -9,6 +9,7 @@ the verdict before the next cell runs. A failing cell is reported on stderr (the
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from . import notebook
 
     argv = sys.argv[1:] if argv is None else argv
+    if "--cpus" in argv:  # the grading job's own cores: this process and every thread it starts stay on them
+        os.sched_setaffinity(0, {int(core) for core in argv[argv.index("--cpus") + 1].split(",")})
     nb = notebook.read(argv[0])
     shell = InteractiveShell.instance()
     for index, body in cells(nb):

@@ -324,12 +324,12 @@ def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
 
 
-def measure(reference: Side, candidate: Side, options: Options, group) -> timing.Comparison:
+def measure(reference: Side, candidate: Side, options: Options, group, cpus: tuple[int, ...] | None = None) -> timing.Comparison:
     """Run the paired rounds in a process of its own (`main`) on the two connections, ``group`` the learner's sandbox
     to freeze while the baseline runs (or None); build the `Comparison` from what that process measured. Raises
     `Failed` when a side misbehaved or the timer could not measure."""
     fds = (reference.connection.fileno(), candidate.connection.fileno())
-    job = pickle.dumps({"fds": fds, "options": options, "group": group})
+    job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus})
     try:
         done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.timer"], input=job, capture_output=True,
                               pass_fds=fds, timeout=options.budget + GRACE + 10, env=_environment())
@@ -355,6 +355,8 @@ def main() -> None:
     """``python -I -m tfperf_lab.timer``: one measurement. Reads the pickled job (two socket descriptors, the options,
     the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
     job = pickle.loads(sys.stdin.buffer.read())
+    if job.get("cpus"):  # the grading job's own cores
+        os.sched_setaffinity(0, set(job["cpus"]))
     sides = [Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
     try:
         result = Rounds(sides[0], sides[1], job["options"], job["group"]).run()
