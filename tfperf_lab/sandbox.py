@@ -8,6 +8,27 @@ host (no ``solutions/``, gradebook, work folder, other students or instructor ho
 network, its own PID namespace (every process it starts ends with it), and limits on memory and process count
 (a cgroup, where one is writable), file size, CPU cores and wall time.
 
+Each job also gets a cgroup of its own (`_Cgroup`, with every backend, ``--no-sandbox`` included), for its memory and
+process limits and for the freezer the grader's judge uses to stop the whole job while it times the baseline:
+
+- cgroup v2 (``/sys/fs/cgroup/cgroup.controllers`` exists): under the delegated subtree (the hierarchy's root when the
+  grader runs as root, else the grader's own cgroup, e.g. a ``systemd-run --user --scope -p Delegate=yes`` scope) a
+  parent group ``tfperf-lab`` that never holds a process, and each job in a leaf ``tfperf-lab/job-ID``. The memory and
+  pids controllers are enabled in each ancestor's ``cgroup.subtree_control`` we may write; if the delegated group
+  itself holds processes (a container's root), they move to a leaf ``tfperf-lab-grader`` first. Freezing (the core
+  ``cgroup.freeze``, no controller needed) holds on any kernel from 5.2; the memory and pids limits hold only where
+  those controllers reach the job's leaf.
+- cgroup v1: a leaf ``tfperf-lab/job-ID`` in each of the memory, pids and freezer hierarchies.
+- `_Cgroup.freeze` returns only once the kernel reports the job frozen (v2 ``cgroup.events`` ``frozen 1``, v1
+  ``freezer.state`` FROZEN), within 2 s, else it thaws the job and raises `FreezeFailed`; `thaw` likewise.
+
+What does not hold is never silent: `_Cgroup.missing` has a sentence for each of memory, pids and freezer that is not
+there, and `run` returns them in `Outcome.warnings` (written to the run's ``run.json``). Where memory is not limited by
+a cgroup, an address-space limit (RLIMIT_AS, four times the memory limit) stands in. Where no freezer holds (no
+writable cgroup: a grader that is neither root nor delegated a cgroup), nothing stops the job's processes: there is no
+signal-based stand-in, since a process that forks faster than a scan of /proc escapes it; the judge gets no group
+(``judge.group`` is None) and gives no speed verdict.
+
 A backend is a small object (`Backend`): ``problem()`` says why it cannot run here (None when it can) and
 ``command()`` wraps the runner's command line. A container engine (docker, podman) fits the same interface.
 """
