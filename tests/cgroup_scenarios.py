@@ -174,10 +174,59 @@ def run_probe(root: pathlib.Path, scratch: pathlib.Path, memory_mb: int = 512) -
             "judge_group": judge.given}
 
 
+def v2_evacuate(root: pathlib.Path) -> dict:
+    """A delegated group that holds a process (a container's root, a Delegate=yes scope): enabling a controller below
+    it fails (EBUSY) until its processes move into a leaf. ``hugetlb``, the one controller this machine's v2 hierarchy
+    has (v1 holds the rest), stands in for memory and pids."""
+    if "hugetlb" not in (root / "cgroup.controllers").read_text().split():
+        return {"skip": "no controller at all on this cgroup2 hierarchy"}
+    was_enabled = "hugetlb" in (root / "cgroup.subtree_control").read_text().split()
+    tag = uuid.uuid4().hex[:8]
+    delegated, parent = root / f"tfperf-test-{tag}-delegated", f"tfperf-test-{tag}"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    found: dict = {"sleeper": sleeper.pid}
+    try:
+        (root / "cgroup.subtree_control").write_text("+hugetlb")
+        delegated.mkdir()
+        (delegated / "cgroup.procs").write_text(str(sleeper.pid))
+        try:
+            (delegated / "cgroup.subtree_control").write_text("+hugetlb")
+            found["busy_without_moving"] = False
+        except OSError as error:
+            found["busy_without_moving"] = error.strerror
+        sandbox._Cgroup.V2_CONTROLLERS = ("hugetlb",)
+        group = sandbox._Cgroup(tag, sandbox.Limits(), root=root, parent=parent, base=delegated)
+        found |= {"limited": group.limited, "missing": group.missing, "moved": group.moved, "holds": group.holds,
+                  "delegated_procs": (delegated / "cgroup.procs").read_text().split(),
+                  "grader_leaf_procs": (delegated / f"{parent}-grader" / "cgroup.procs").read_text().split(),
+                  "leaf_controllers": (group.folders[0] / "cgroup.controllers").read_text().split() if group.folders else None,
+                  "leaf": str(group.folders[0]) if group.folders else None}
+        group.remove()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for folder in (delegated / parent, delegated / f"{parent}-grader", delegated):
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        if not was_enabled:
+            (root / "cgroup.subtree_control").write_text("-hugetlb")
+    found["restored"] = ("hugetlb" in (root / "cgroup.subtree_control").read_text().split()) == was_enabled
+    found["left"] = delegated.exists()
+    return found
+
+
 if __name__ == "__main__":
     scenario, where = sys.argv[1], pathlib.Path(sys.argv[2])
     if scenario == "v2-freeze":
         result = v2_freeze(where)
+    elif scenario == "v2-evacuate":
+        result = v2_evacuate(where)
     elif scenario == "v2-setup":
         result = v2_freeze(where, workload=False)
     elif scenario == "v2-run":

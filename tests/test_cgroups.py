@@ -90,6 +90,20 @@ def test_v2_without_memory_and_pids_delegated_says_so_and_limits_address_space(t
 
 
 @needs_root
+@needs_unshare
+def test_v2_a_delegated_group_holding_processes_moves_them_to_a_leaf_so_controllers_reach_the_job(tmp_path):
+    found = _in_v2_namespace(tmp_path, "v2-evacuate", "ROOT")
+    if "skip" in found:
+        pytest.skip(found["skip"])
+    assert found["restored"] and not found["left"], found
+    assert found["busy_without_moving"] == "Device or resource busy", f"the case this covers did not arise: {found}"
+    assert found["moved"] == [found["sleeper"]] and found["delegated_procs"] == [], found
+    assert found["grader_leaf_procs"] == [str(found["sleeper"])], found
+    assert "hugetlb" in found["leaf_controllers"] and found["limited"] == ["hugetlb"] and found["missing"] == [], found
+    assert found["holds"] and "-delegated/tfperf-test-" in found["leaf"], found
+
+
+@needs_root
 @needs_v1
 def test_v1_freeze_is_awaited_and_holds_against_a_fork_chain():
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"

@@ -241,6 +241,8 @@ class _Cgroup:
     (paths and strings only): the grader's timer process freezes and thaws it.
     """
 
+    V2_CONTROLLERS = ("memory", "pids")  # enabled down to each job's leaf (v2)
+
     def __init__(self, name: str, limits: Limits, root: pathlib.Path | None = None, parent: str | None = None,
                  base: pathlib.Path | None = None):
         self.root = pathlib.Path(root or CGROUP_ROOT)
@@ -275,7 +277,8 @@ class _Cgroup:
             own = _own_cgroup(None)
             base = self.root if os.geteuid() == 0 or own is None else self.root / own.lstrip("/")
         parent, leaf = base / self.parent, base / self.parent / f"job-{self.name}"
-        wanted = {"memory": {"memory.max": limits.memory_mb * 2**20, "memory.swap.max": 0}, "pids": {"pids.max": limits.processes}}
+        values = {"memory": {"memory.max": limits.memory_mb * 2**20, "memory.swap.max": 0}, "pids": {"pids.max": limits.processes}}
+        wanted = {controller: values.get(controller, {}) for controller in self.V2_CONTROLLERS}
         why: dict[str, str] = {}
         try:
             parent.mkdir(exist_ok=True)
@@ -323,7 +326,7 @@ class _Cgroup:
             self.freeze_file = leaf / "cgroup.freeze"
         else:
             why["freezer"] = f"{leaf} has no cgroup.freeze (a kernel before 5.2)"
-        self.missing = [_sentence(controller, why[controller]) for controller in ("memory", "pids", "freezer") if controller in why]
+        self.missing = [_sentence(controller, why[controller]) for controller in (*wanted, "freezer") if controller in why]
 
     def _enable(self, folder: pathlib.Path, controller: str, is_base: bool) -> str | None:
         """Write ``+controller`` to ``folder``'s subtree_control; None when done, else why not."""
@@ -428,6 +431,8 @@ class _Cgroup:
             raise FreezeFailed("this job has no cgroup freezer: its processes cannot all be stopped (see `missing`)")
         word = ("1" if frozen else "0") if file.name == "cgroup.freeze" else ("FROZEN" if frozen else "THAWED")
         want = "frozen" if frozen else "thawed"
+        if not file.parent.is_dir():
+            raise FreezeFailed(f"the job's cgroup {file.parent} is gone (the job ended): nothing to {'freeze' if frozen else 'thaw'}")
         try:
             file.write_text(word)
         except OSError as error:
@@ -518,7 +523,8 @@ def _prefixes(relative: pathlib.PurePath) -> list[pathlib.PurePath]:
 
 def _sentence(controller: str, why: str) -> str:
     return {"memory": "memory: not limited by a cgroup: ", "pids": "pids: processes and threads not limited by a cgroup: ",
-            "freezer": "freezer: the job cannot be frozen, so its speed checks cannot be timed: "}[controller] + why
+            "freezer": "freezer: the job cannot be frozen, so its speed checks cannot be timed: "}.get(
+        controller, f"{controller}: not enabled for the job: ") + why
 
 
 def _enter(argv: list[str]) -> None:
