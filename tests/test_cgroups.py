@@ -166,3 +166,13 @@ def test_no_writable_cgroup_means_no_freezer_no_silent_limits_and_no_group_for_t
     assert run["judge_group"] is None, "the judge must not get a group that cannot be frozen"
     assert f"AS {512 * 4 * 2**20}" in run["printed"], run["printed"]
     assert [w.split(":")[0] for w in run["warnings"]] == ["memory", "pids", "freezer", "memory"], run["warnings"]
+
+
+def test_the_delegated_group_is_the_graders_own_and_stays_put_once_the_grader_moved_into_its_leaf():
+    root = pathlib.Path("/sys/fs/cgroup")
+    scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope"
+    assert sandbox._Cgroup.delegated(root, scope, True, "tfperf-lab") == root  # root: the whole hierarchy
+    assert sandbox._Cgroup.delegated(root, scope, False, "tfperf-lab") == root / scope[1:]
+    moved = scope + "/tfperf-lab-grader"  # after an earlier job emptied the scope into our leaf
+    assert sandbox._Cgroup.delegated(root, moved, False, "tfperf-lab") == root / scope[1:]
+    assert sandbox._Cgroup.delegated(root, None, False, "tfperf-lab") == root

@@ -272,10 +272,18 @@ class _Cgroup:
         return group
 
     # -- setting up --------------------------------------------------------------------------------------------------
+    @staticmethod
+    def delegated(root: pathlib.Path, own: str | None, is_root: bool, parent: str) -> pathlib.Path:
+        """The v2 group our parent group goes in: ``root`` for root, else the grader's own cgroup ``own`` (from
+        /proc/self/cgroup) -- or, once the grader was moved into its leaf ``<parent>-grader`` there, that leaf's parent."""
+        if is_root or own is None:
+            return root
+        folder = root / own.lstrip("/")
+        return folder.parent if folder.name == f"{parent}-grader" and folder != root else folder
+
     def _v2(self, limits: Limits, base: pathlib.Path | None) -> None:
         if base is None:
-            own = _own_cgroup(None)
-            base = self.root if os.geteuid() == 0 or own is None else self.root / own.lstrip("/")
+            base = self.delegated(self.root, _own_cgroup(None), os.geteuid() == 0, self.parent)
         parent, leaf = base / self.parent, base / self.parent / f"job-{self.name}"
         values = {"memory": {"memory.max": limits.memory_mb * 2**20, "memory.swap.max": 0}, "pids": {"pids.max": limits.processes}}
         wanted = {controller: values.get(controller, {}) for controller in self.V2_CONTROLLERS}
@@ -311,12 +319,12 @@ class _Cgroup:
             return
         self.folders, self.kind = [leaf], "v2"
         present = set(_read(leaf / "cgroup.controllers").split())
-        for controller, values in wanted.items():
+        for controller, files in wanted.items():
             if controller not in present:
                 why.setdefault(controller, f"the {controller} controller is not enabled for {leaf}")
                 continue
             try:
-                for key, value in values.items():
+                for key, value in files.items():
                     if key == "memory.max" or (leaf / key).exists():  # memory.swap.max is absent without swap accounting
                         (leaf / key).write_text(str(value))
                 self.limited.append(controller)
