@@ -158,7 +158,8 @@ def run_probe(root: pathlib.Path, scratch: pathlib.Path, memory_mb: int = 512) -
     import nbformat
 
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
-    sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT = root, parent
+    saved = sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT
+    sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT = root, parent  # put back below: pytest may run this in its own process
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     judge = FakeJudge(scratch)
@@ -167,6 +168,7 @@ def run_probe(root: pathlib.Path, scratch: pathlib.Path, memory_mb: int = 512) -
         outcome = sandbox.run(json.loads(nbformat.writes(nb)), limits=sandbox.Limits(wall_seconds=120, memory_mb=memory_mb),
                               chosen=sandbox.NoSandbox(), scratch=scratch / "jobs", judge=judge)
     finally:
+        sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT = saved
         if (root / parent).is_dir():
             (root / parent).rmdir()
     printed = "".join(o.get("text", "") for c in (outcome.notebook or {}).get("cells", []) for o in c.get("outputs", []))

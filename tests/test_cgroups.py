@@ -166,6 +166,7 @@ def test_no_writable_cgroup_means_no_freezer_no_silent_limits_and_no_group_for_t
     assert run["judge_group"] is None, "the judge must not get a group that cannot be frozen"
     assert f"AS {512 * 4 * 2**20}" in run["printed"], run["printed"]
     assert [w.split(":")[0] for w in run["warnings"]] == ["memory", "pids", "freezer", "memory"], run["warnings"]
+    assert sandbox.CGROUP_ROOT == pathlib.Path("/sys/fs/cgroup"), "the probe must leave the module as it found it"
 
 
 def test_the_delegated_group_is_the_graders_own_and_stays_put_once_the_grader_moved_into_its_leaf():
