@@ -640,10 +640,12 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     for path in group.procs:
         launcher += ["--procs", path]
     launcher += ["--fsize", str(limits.file_mb * 2**20)]
-    if not group.memory_limited:  # TensorFlow reserves far more address space than it uses: 4x the memory limit
+    if not group.memory_limited and sys.platform.startswith("linux"):  # TensorFlow reserves far more address space than it uses
         launcher += ["--memory", str(limits.memory_mb * 2**20 * 4)]
         warnings.append(f"memory: an address-space limit (RLIMIT_AS) of {limits.memory_mb * 4} MiB stands in for the cgroup's "
                         f"{limits.memory_mb} MiB: a blunter limit, and a notebook over it fails with MemoryError instead")
+    elif not group.memory_limited:
+        warnings.append("memory: not limited at all (no cgroup, and the RLIMIT_AS stand-in is used on Linux only)")
     if limits.cpus:
         launcher += ["--cpus", ",".join(map(str, limits.cpus))]
     command = launcher + ["--", *chosen.command(job, inner, env, data, binds)]
