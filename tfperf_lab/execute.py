@@ -105,7 +105,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         (records / f"{lesson_id}.verdicts.jsonl").write_text(judge.records_text() if judge else "", encoding="utf-8")
         (records / f"{lesson_id}.run.json").write_text(json.dumps({
             "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
-            "limit": limit, "finished": time.time(), "judged": judge is not None, "judge_notes": judge.notes if judge else []}), encoding="utf-8")
+            "limit": limit, "finished": time.time(), "judged": judge is not None, "judge_notes": judge.notes if judge else [],
+            "warnings": outcome.warnings}), encoding="utf-8")
         (records / f"{lesson_id}.log").write_text(outcome.log + (f"\n[judge reference]\n{judge.reference_log}" if judge else ""),
                                                   encoding="utf-8")
         if outcome.notebook is None:

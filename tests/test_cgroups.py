@@ -1,0 +1,179 @@
+"""The job's cgroup (`tfperf_lab.sandbox._Cgroup`) on real kernels: freezing that holds against a fork chain, awaited
+on v1 and v2, a freeze that cannot complete raising, and limits that do not hold said so (with the RLIMIT_AS stand-in).
+
+cgroup v2 runs here even on a v1 machine: as root, in a private mount namespace (``unshare -m``), a cgroup2 file system
+is mounted on a temporary folder. Its root lists only the controllers v1 does not hold (no memory, no pids) and
+delegates none: the "not delegated" case. Freezing needs no controller on v2, so it is real there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tfperf_lab import sandbox
+
+import cgroup_scenarios
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="mounting a cgroup2 file system and making cgroups needs root")
+needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) is not installed")
+V1_FREEZER = pathlib.Path("/sys/fs/cgroup/freezer")
+needs_v1 = pytest.mark.skipif(not (V1_FREEZER / "cgroup.procs").exists(), reason="no cgroup v1 freezer hierarchy on this machine")
+
+
+def _in_v2_namespace(tmp_path, *arguments: str) -> dict:
+    """Run a scenario of tests/cgroup_scenarios.py with a fresh cgroup2 mount, in a mount namespace of its own."""
+    mount = tmp_path / "cg2"
+    mount.mkdir(parents=True)
+    script = (f"mount -t cgroup2 none {mount} || exit 90; "
+              f"exec {sys.executable} {HERE / 'cgroup_scenarios.py'} {' '.join(arguments).replace('ROOT', str(mount))}")
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])})
+    if done.returncode == 90:
+        pytest.skip(f"cgroup2 cannot be mounted here: {done.stderr.strip()[:200]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _assert_frozen_then_thawed(found: dict) -> None:
+    assert found["advanced_unfrozen"] > 10, f"the workload does not run, so the test shows nothing: {found}"
+    assert found["frozen_pids"] and found["frozen_pids"] == found["later_pids"], f"processes came or went while frozen: {found}"
+    assert all(delta == 0 for delta in found["advanced_frozen"].values()), f"a process ran while frozen: {found['advanced_frozen']}"
+    assert len(found["frozen_pids"]) >= 4, f"the fork chain is not all in the group: {found}"
+    assert found["state_after_thaw"] == "thawed" and found["advanced_thawed"] > 10, f"the job did not run again after thaw: {found}"
+    assert found["thawed_pids"] != found["frozen_pids"], "the walker should have moved on after the thaw"
+    assert found["folders_left"] == [] and found["alive_after_remove"] == [], found
+
+
+@needs_root
+@needs_unshare
+def test_v2_freeze_stops_a_fork_chain_and_thaw_resumes_it(tmp_path):
+    found = _in_v2_namespace(tmp_path, "v2-freeze", "ROOT")
+    assert found["kind"] == "v2" and found["holds"] and found["freezer"] == "cgroup", found
+    assert [pathlib.PurePath(f).name[:4] for f in found["folders"]] == ["job-"], found  # one leaf per job, under our parent
+    assert pathlib.PurePath(found["folders"][0]).parent.name.startswith("tfperf-test-")
+    assert found["state_after_freeze"] == "frozen"
+    _assert_frozen_then_thawed(found)
+    print(f"v2: first freeze {found['first_freeze_ms']:.2f} ms, median of 21 freezes {found['freeze_ms_median']:.2f} ms, "
+          f"thaws {found['thaw_ms_median']:.2f} ms, {found['processes']} processes")
+
+
+@needs_root
+@needs_unshare
+def test_v2_without_memory_and_pids_delegated_says_so_and_limits_address_space(tmp_path):
+    found = _in_v2_namespace(tmp_path, "v2-setup", "ROOT")  # set up only: what _Cgroup reports
+    assert not found["memory_limited"]
+    memory, pids = (next((m for m in found["missing"] if m.startswith(f"{word}:")), None) for word in ("memory", "pids"))
+    assert memory and "memory controller is not available" in memory, found["missing"]
+    assert pids and "pids controller is not available" in pids, found["missing"]
+    assert not any(m.startswith("freezer:") for m in found["missing"]), "v2 freezing needs no controller"
+    run = _in_v2_namespace(tmp_path / "run", "v2-run", "ROOT", str(tmp_path / "scratch"))
+    assert run["problem"] is None, run["log"]
+    assert f"AS {512 * 4 * 2**20}" in run["printed"], run["printed"]  # the RLIMIT_AS stand-in reached the kernel
+    assert "/job-" in run["printed"] and "tfperf-test-" in run["printed"], f"the kernel ran outside the job's leaf: {run['printed']}"
+    assert any(w.startswith("memory: not limited") for w in run["warnings"]), run["warnings"]
+    assert any(w.startswith("pids:") for w in run["warnings"]), run["warnings"]
+    assert any("RLIMIT_AS" in w and "2048 MiB" in w for w in run["warnings"]), run["warnings"]
+    assert run["judge_group"] and run["judge_group"]["kind"] == "v2" and run["judge_group"]["holds"], run
+    assert run["judge_group"]["pickles"], "the timer process gets the group pickled"
+
+
+@needs_root
+@needs_unshare
+def test_v2_a_delegated_group_holding_processes_moves_them_to_a_leaf_so_controllers_reach_the_job(tmp_path):
+    found = _in_v2_namespace(tmp_path, "v2-evacuate", "ROOT")
+    if "skip" in found:
+        pytest.skip(found["skip"])
+    assert found["restored"] and not found["left"], found
+    assert found["busy_without_moving"] == "Device or resource busy", f"the case this covers did not arise: {found}"
+    assert found["moved"] == [found["sleeper"]] and found["delegated_procs"] == [], found
+    assert found["grader_leaf_procs"] == [str(found["sleeper"])], found
+    assert "hugetlb" in found["leaf_controllers"] and found["limited"] == ["hugetlb"] and found["missing"] == [], found
+    assert found["holds"] and "-delegated/tfperf-test-" in found["leaf"], found
+
+
+@needs_root
+@needs_v1
+def test_v1_freeze_is_awaited_and_holds_against_a_fork_chain():
+    parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
+    group = sandbox._Cgroup(uuid.uuid4().hex[:8], sandbox.Limits(), parent=parent)
+    try:
+        assert group.kind == "v1" and group.holds and group.freezer == "cgroup", group.missing
+        assert group.memory_limited and group.missing == [], group.missing
+        found = cgroup_scenarios.freeze_scenario(group)
+    finally:
+        group.remove()
+        for controller in sandbox.V1_CONTROLLERS:
+            if (pathlib.Path("/sys/fs/cgroup") / controller / parent).is_dir():
+                (pathlib.Path("/sys/fs/cgroup") / controller / parent).rmdir()
+    assert found["state_after_freeze"] == "frozen", f"freeze returned before freezer.state said FROZEN: {found}"
+    _assert_frozen_then_thawed(found)
+    print(f"v1: first freeze {found['first_freeze_ms']:.2f} ms, median of 21 freezes {found['freeze_ms_median']:.2f} ms, "
+          f"thaws {found['thaw_ms_median']:.2f} ms, {found['processes']} processes")
+
+
+def _fake_v2(tmp_path, frozen: str) -> pathlib.Path:
+    folder = tmp_path / "job-fake"
+    folder.mkdir()
+    (folder / "cgroup.freeze").write_text("0\n")
+    (folder / "cgroup.events").write_text(f"populated 1\nfrozen {frozen}\n")
+    (folder / "cgroup.procs").write_text("")
+    return folder
+
+
+def test_a_freeze_that_never_completes_raises_and_leaves_the_job_running(tmp_path):
+    folder = _fake_v2(tmp_path, "0")  # plain files: cgroup.events never says frozen 1
+    group = sandbox._Cgroup.adopt(folder, "v2")
+    assert group.holds and group.freezer == "cgroup"
+    group = pickle.loads(pickle.dumps(group))  # as the grader's timer process gets it
+    began = time.monotonic()
+    with pytest.raises(sandbox.FreezeFailed, match=r"did not become frozen within 0\.3 s.*frozen 0.*left running"):
+        group.freeze(seconds=0.3)
+    assert 0.3 <= time.monotonic() - began < 1.5
+    assert (folder / "cgroup.freeze").read_text() == "0", "a failed freeze is undone"
+
+
+def test_a_freeze_returns_once_the_kernel_says_frozen_and_thaw_awaits_thawed(tmp_path):
+    folder = _fake_v2(tmp_path, "1")
+    group = sandbox._Cgroup.adopt(folder, "v2")
+    began = time.monotonic()
+    group.freeze(seconds=0.3)
+    assert time.monotonic() - began < 0.1 and (folder / "cgroup.freeze").read_text() == "1"
+    with pytest.raises(sandbox.FreezeFailed, match="did not become thawed"):  # events still say frozen 1
+        group.thaw(seconds=0.2)
+
+
+def test_no_writable_cgroup_means_no_freezer_no_silent_limits_and_no_group_for_the_judge(tmp_path):
+    group = sandbox._Cgroup("none", sandbox.Limits(), root=tmp_path / "no-cgroups-here")
+    assert group.kind == "none" and not group.holds and group.freezer == "none" and not group.memory_limited
+    assert [m.split(":")[0] for m in group.missing] == ["memory", "pids", "freezer"], group.missing
+    with pytest.raises(sandbox.FreezeFailed, match="no cgroup freezer"):
+        group.freeze()
+    assert not hasattr(sandbox, "_ProcessTree") and not hasattr(sandbox, "_signal"), "no SIGSTOP stand-in for a freezer"
+    run = cgroup_scenarios.run_probe(tmp_path / "no-cgroups-here", tmp_path / "scratch")
+    assert run["problem"] is None, run["log"]
+    assert run["judge_group"] is None, "the judge must not get a group that cannot be frozen"
+    assert f"AS {512 * 4 * 2**20}" in run["printed"], run["printed"]
+    assert [w.split(":")[0] for w in run["warnings"]] == ["memory", "pids", "freezer", "memory"], run["warnings"]
+    assert sandbox.CGROUP_ROOT == pathlib.Path("/sys/fs/cgroup"), "the probe must leave the module as it found it"
+
+
+def test_the_delegated_group_is_the_graders_own_and_stays_put_once_the_grader_moved_into_its_leaf():
+    root = pathlib.Path("/sys/fs/cgroup")
+    scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope"
+    assert sandbox._Cgroup.delegated(root, scope, True, "tfperf-lab") == root  # root: the whole hierarchy
+    assert sandbox._Cgroup.delegated(root, scope, False, "tfperf-lab") == root / scope[1:]
+    moved = scope + "/tfperf-lab-grader"  # after an earlier job emptied the scope into our leaf
+    assert sandbox._Cgroup.delegated(root, moved, False, "tfperf-lab") == root / scope[1:]
+    assert sandbox._Cgroup.delegated(root, None, False, "tfperf-lab") == root
