@@ -44,14 +44,15 @@ KEEPS = {
                          "second_derivative_values", "hvp_values", "derivatives_never_none", "hvp_without_hessian", "hvp_is_faster"),
     "full_hessian": _HVP_CORRECT + ("train_step_matches_reference", "train_step_traced_once", "train_step_is_faster"),
     "aliased_full_hessian": _HVP_CORRECT + ("train_step_matches_reference", "train_step_traced_once", "train_step_is_faster"),
-    "forged_trace_count": _HVP_CORRECT + ("hvp_without_hessian", "hvp_is_faster", "train_step_matches_reference",
-                                          "train_step_skips_none_gradients", "train_step_loss_falls_on_mnist"),
+    "forged_trace_count": _HVP_CORRECT + ("train_step_matches_reference", "train_step_skips_none_gradients",
+                                          "train_step_loss_falls_on_mnist"),
 }
 LOSES = {
     "eager_train_step": ("train_step_traced_once", "train_step_is_faster"),
     "full_hessian": ("hvp_without_hessian", "hvp_is_faster"),
     "aliased_full_hessian": ("hvp_without_hessian", "hvp_is_faster"),
-    "forged_trace_count": ("train_step_traced_once", "train_step_is_faster"),
+    # on the review list: every speed cell, and every structural cell that shares their evidence, waits for a person
+    "forged_trace_count": ("train_step_traced_once", "train_step_is_faster", "hvp_without_hessian", "hvp_is_faster"),
 }
 
 
@@ -76,15 +77,19 @@ def test_full_hessian_is_measured_below_the_threshold(graded, student):
     assert measured.ci[0] < 3.0 and not measured.passed, (measured.speedup, measured.ci)
 
 
-@pytest.mark.parametrize("student,cell_id,check", [("aliased_full_hessian", "hvp_without_hessian", "exercise_hvp_vs_full_hessian"),
-                                                   ("forged_trace_count", "train_step_traced_once", "exercise_train_step_vs_eager")])
-def test_a_structure_faked_in_the_kernel_passes_there_but_not_the_grader(graded, student, cell_id, check):
-    """The structure test's own asserts passed in the learner's kernel (an alias hid the call, a forged count claimed one
-    trace): its only error is the one the grader adds for a missing speed verdict (the first error output is the one
-    reported), and that took its point."""
-    (cell,) = [c for c in graded[student].cells if c.id == cell_id]
-    assert cell.score == 0 and cell.message.startswith(f"SpeedVerdict: no speed points from the grader: {check}"), (
-        cell, graded[student].lines())
+def test_an_alias_of_jacobian_is_caught_by_the_structure_test_itself(graded):
+    """The alias hides the call from a count on tf.GradientTape; the count one level down (the jacobian's parallel
+    loop) sees it: the structural cell fails on its own evidence, with its own message, and no review is needed."""
+    result = graded["aliased_full_hessian"]
+    (cell,) = [c for c in result.cells if c.id == "hvp_without_hessian"]
+    assert cell.score == 0 and "parallel loop" in cell.message and not result.review, (cell, result.lines())
+
+
+def test_a_forged_trace_count_is_on_the_review_list(graded):
+    result = graded["forged_trace_count"]
+    (cell,) = [c for c in result.cells if c.id == "train_step_traced_once"]
+    assert cell.score == 0 and cell.status == "review" and "experimental_get_tracing_count" in " ".join(result.review), (
+        cell, result.lines())
 
 
 def test_loss_vs_time_draws_one_line_per_run():

@@ -86,7 +86,11 @@ REACHES = [  # (lesson, code, a word of the reason)
     ("01_callable_handles", "tfperf = None", "rebinds tfperf"),
     ("01_callable_handles", "import numpy as tfperf", "rebinds tfperf"),
     ("01_callable_handles", "_serve = tfperf.checks.link.serve", "grading internals"),
-    ("03_tf_function", "def make(fn):\n    fn.experimental_get_tracing_count = lambda: 1\n    return fn\n", "tests read"),
+    ("03_tf_function", "def make(fn):\n    fn.experimental_get_tracing_count = lambda: 1\n    return fn\n", "structural test reads"),
+    ("10_capstone", "class PerSize(tf.types.experimental.PolymorphicFunction):\n    def experimental_get_tracing_count(self):\n"
+                    "        return 1\n", "defines experimental_get_tracing_count"),
+    ("02_graph_growth", "class Sealed:\n    finalized = True\n", "defines finalized"),
+    ("01_callable_handles", "def make(sess):\n    sess.run = lambda *a, **k: None\n    return sess\n", "tests read"),
     ("05_metrics", "import sys\nframe = sys._getframe(0)", "sys._getframe"),
 ]
 

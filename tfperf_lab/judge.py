@@ -111,6 +111,7 @@ class Judge:
         self.served: set[str] = set()
         self.current: int | None = None  # index of the cell the runner is executing
         self.group = None  # the sandbox's cgroup, to freeze while the baseline runs
+        self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (set by tfperf_lab.sandbox.run)
         self._environment = environment
         self._waiting: dict[str, Side] = {}
         self._ready = threading.Condition()
@@ -266,6 +267,14 @@ class Judge:
             candidate.close({"passed": False, "reason": reason})
             return
         options = Options.of(reference.hello.get("options") or {})
+        if self.cannot_freeze and not options.own_baseline:
+            reason = (f"not measured: this grading machine cannot freeze the learner's sandbox while the reference runs "
+                      f"({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the grading machine, "
+                      f"not of the notebook: tell your instructor")
+            self.notes.append(f"speed check {name}: {reason}")
+            candidate.close({"passed": False, "reason": reason})
+            reference.close({"passed": False, "reason": reason})
+            return
         alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
         if alone:
             _MEASURING.acquire()
@@ -311,11 +320,17 @@ class Judge:
 
     def _freeze(self) -> None:
         if self.group is not None:
-            self.group.freeze()
+            try:
+                self.group.freeze()
+            except RuntimeError as error:  # sandbox.FreezeFailed: the job was left running; say so, never stop the grader
+                self.notes.append(f"pausing this job while another measured failed ({error})")
 
     def _thaw(self) -> None:
         if self.group is not None:
-            self.group.thaw()
+            try:
+                self.group.thaw()
+            except RuntimeError as error:
+                self.notes.append(f"resuming this job failed ({error})")
 
     def records_text(self) -> str:
         return "".join(record.to_json() + "\n" for record in self.records)

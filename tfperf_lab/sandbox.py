@@ -656,14 +656,26 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     if judge is not None:
         os.close(writer)
         judge.group = group if group.holds else None  # None: the judge cannot freeze the job, so it gives no speed verdict
+        if not group.holds:
+            judge.cannot_freeze = "; ".join(m for m in group.missing if m.startswith("freezer")) or "no cgroup freezer holds here"
         judge.progress(os.fdopen(reader, "rb"))
-    timed_out = False
-    try:
-        output, _ = process.communicate(timeout=limits.wall_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
+    timed_out, output = False, b""
+    deadline = began + limits.wall_seconds
+    while True:  # the notebook's time limit, plus the time other jobs' measurements kept it paused (judge.paused_seconds)
+        paused = getattr(judge, "paused_seconds", 0.0) if judge is not None else 0.0
+        left = deadline + paused - time.monotonic()
+        try:
+            output, _ = process.communicate(timeout=max(0.1, min(left, 5.0)))
+            break
+        except subprocess.TimeoutExpired:
+            if left > 5.0:
+                continue
+            if getattr(judge, "paused_seconds", 0.0) > paused or getattr(judge, "_paused_at", None) is not None:
+                continue  # paused now, or was while this wait ran: the limit moved on
+            timed_out = True
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            break
     seconds = time.monotonic() - began
     out_of_memory = group.out_of_memory()
     group.remove()
