@@ -178,18 +178,19 @@ def _core_slots(workers: int):
 
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
           timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
-          with_feedback: bool = True, progress: bool = True, backend: str = "auto") -> list[SubmissionResult]:
+          with_feedback: bool = True, progress: bool = True, backend: str = "auto", cluster: str | None = None) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
-    was stopped halfway resumes where it stopped. Raises `NoSubmissions` for an empty folder and
+    was stopped halfway resumes where it stopped. With ``cluster`` (a Dask scheduler's address), each submission's
+    sandbox run goes to a worker of that cluster (`tfperf_lab.cluster`), as many at once as it has worker threads; this
+    machine stages, scores and writes everything. Raises `NoSubmissions` for an empty folder and
     `tfperf_lab.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
     """
-    from tqdm.auto import tqdm
-
     from . import sandbox
 
-    sandbox.backend(backend)  # refuse before anything is written when no sandbox can run
+    if not cluster:
+        sandbox.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
     work = work or course.default_work
     folder = pathlib.Path(folder)
     pairs = find_submissions(folder)
@@ -210,9 +211,32 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     if queued:
         prepare(course, work, sorted({staged.lesson.id for staged in queued}))
         register_students(course, work, {staged.student for staged in queued})
-    with _core_slots(workers) as slots, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    remote = None
+    if cluster and queued:
+        from .cluster import DaskExecutor
+
+        remote = DaskExecutor(cluster)
+        workers = remote.slots
+    with contextlib.ExitStack() as stack:
+        if remote is not None:
+            stack.enter_context(execute.executor(remote))
+            stack.callback(remote.close)
+        results += _grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
+                                 with_feedback=with_feedback, progress=progress, pinned=remote is None)
+    results.sort(key=lambda r: (r.student, r.lesson))
+    write_csv(results, csv_path or work.grades_csv)
+    return results
+
+
+def _grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout, cell_timeout, backend: str,
+                  with_feedback: bool, progress: bool, pinned: bool) -> list[SubmissionResult]:
+    """Grade the staged submissions, ``workers`` at a time (each on its own cores where ``pinned`` and there are enough)."""
+    from tqdm.auto import tqdm
+
+    results = []
+    with _core_slots(workers if pinned else 1) as slots, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         def one(staged: stage.Staged) -> SubmissionResult:
-            cpus = slots.get()
+            cpus = slots.get() if pinned else None
             try:
                 return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend, cpus=cpus,
                                     with_feedback=with_feedback)
@@ -220,14 +244,13 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
                 return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
                                         error=f"grading failed: {type(error).__name__}: {error}")
             finally:
-                slots.put(cpus)
+                if pinned:
+                    slots.put(cpus)
 
         futures = [pool.submit(one, staged) for staged in queued]
         for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",
                            disable=not progress):
             results.append(future.result())
-    results.sort(key=lambda r: (r.student, r.lesson))
-    write_csv(results, csv_path or work.grades_csv)
     return results
 
 

@@ -75,7 +75,7 @@ def cmd_grade(args) -> int:
     work = _work(args, course)
     results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
                           timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
-                          force=args.force, backend="none" if args.no_sandbox else "auto")
+                          force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster)
     for result in results:
         print("\n".join(result.lines()))
     if args.no_sandbox:
@@ -202,6 +202,8 @@ def parser() -> argparse.ArgumentParser:
                        help="notebooks graded at once, each sandbox pinned to its own cores (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
+    grade.add_argument("--cluster", metavar="ADDRESS", help="run each submission on a worker of this Dask cluster (tcp://host:8786; "
+                                                            "see docs/instructor-guide.md); this machine scores and writes")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
     grade.set_defaults(func=cmd_grade)

@@ -86,28 +86,24 @@ class SandboxedExecute(NbGraderPreprocessor):
                                 memory_mb=self.memory_mb, processes=self.processes, cpus=getattr(_CPUS, "cpus", None))
         records = pathlib.Path(self.records_directory or course.default_work.root / "records") / student
         records.mkdir(parents=True, exist_ok=True)
-        data = os.environ.get("TFPERF_DATA")
-        data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
         scratch = records.parent.parent / "sandbox"
-        scratch.mkdir(parents=True, exist_ok=True)
         from .judge import JudgeUnavailable
 
-        judge = _judge_for(course, lesson_id, nb, data_path, limits.cpus)
+        job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=json.loads(json.dumps(nb)), limits=limits,
+                  backend=self.backend, scratch=str(scratch))
         try:
-            with judge or contextlib.nullcontext():
-                outcome = sandbox.run(dict(nb), limits=limits, chosen=sandbox.backend(self.backend), scratch=scratch, data=data_path,
-                                      lesson_files=course.sources / lesson_id if (course.sources / lesson_id).is_dir() else None,
-                                      judge=judge)
+            done = _EXECUTOR.run(job)
         except JudgeUnavailable as error:  # nothing ran: say exactly why (the result's "problem")
             (records / f"{lesson_id}.run.json").write_text(json.dumps({"problem": str(error), "finished": time.time()}), encoding="utf-8")
             raise
+        outcome = done.outcome
         (records / f"{lesson_id}.jsonl").write_text(outcome.records, encoding="utf-8")
-        (records / f"{lesson_id}.verdicts.jsonl").write_text(judge.records_text() if judge else "", encoding="utf-8")
+        (records / f"{lesson_id}.verdicts.jsonl").write_text(done.verdicts, encoding="utf-8")
         (records / f"{lesson_id}.run.json").write_text(json.dumps({
             "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
-            "limit": limit, "finished": time.time(), "judged": judge is not None, "judge_notes": judge.notes if judge else [],
-            "warnings": outcome.warnings}), encoding="utf-8")
-        (records / f"{lesson_id}.log").write_text(outcome.log + (f"\n[judge reference]\n{judge.reference_log}" if judge else ""),
+            "limit": limit, "finished": time.time(), "judged": done.judged, "judge_notes": done.judge_notes,
+            "warnings": outcome.warnings, "where": done.where, "attempts": done.attempts}), encoding="utf-8")
+        (records / f"{lesson_id}.log").write_text(outcome.log + (f"\n[judge reference]\n{done.reference_log}" if done.judged else ""),
                                                   encoding="utf-8")
         if outcome.notebook is None:
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
@@ -115,9 +111,80 @@ class SandboxedExecute(NbGraderPreprocessor):
 
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
-        if judge is not None:
-            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), judge)
+        if done.judged:
+            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), done.records, done.judge_notes)
         return executed, resources
+
+
+@dataclasses.dataclass
+class Job:
+    """The unit of work of grading one staged submission: run its notebook in a sandbox, with the grader timing its speed
+    checks. Plain data, so it can run here or on a cluster worker (`tfperf_lab.cluster`) that has the course folder at
+    ``course_root`` (its own copy, or a shared file system)."""
+
+    course_root: str
+    lesson_id: str
+    student: str
+    notebook: dict
+    limits: sandbox.Limits
+    backend: str
+    scratch: str  # a folder for the sandbox's disposable files (on a worker: under its own temporary folder)
+
+
+@dataclasses.dataclass
+class JobDone:
+    """What running a `Job` gives back: the sandbox's `Outcome` and the grader's verdicts; only the host writes files
+    and grades from it."""
+
+    outcome: sandbox.Outcome
+    judged: bool
+    records: list  # tfperf.report.Record of the grader's speed verdicts
+    judge_notes: list[str]
+    reference_log: str
+    where: str = "here"
+    attempts: int = 1
+
+    @property
+    def verdicts(self) -> str:
+        return "".join(record.to_json() + "\n" for record in self.records)
+
+
+def run_job(job: Job) -> JobDone:
+    """Run one job where this process is (the host, or a cluster worker); raises `JudgeUnavailable` when the grader
+    cannot time its speed checks here."""
+    course = Course.find(job.course_root)
+    data = os.environ.get("TFPERF_DATA")
+    data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
+    scratch = pathlib.Path(job.scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    judge = _judge_for(course, job.lesson_id, job.notebook, data_path, job.limits.cpus)
+    with judge or contextlib.nullcontext():
+        outcome = sandbox.run(dict(job.notebook), limits=job.limits, chosen=sandbox.backend(job.backend), scratch=scratch, data=data_path,
+                              lesson_files=course.sources / job.lesson_id if (course.sources / job.lesson_id).is_dir() else None,
+                              judge=judge)
+    return JobDone(outcome, judge is not None, list(judge.records) if judge else [], list(judge.notes) if judge else [],
+                   judge.reference_log if judge else "")
+
+
+class LocalExecutor:
+    """Jobs run in this process's threads (one per grading worker)."""
+
+    def run(self, job: Job) -> JobDone:
+        return run_job(job)
+
+
+_EXECUTOR = LocalExecutor()
+
+
+@contextlib.contextmanager
+def executor(chosen) -> "contextlib.AbstractContextManager":
+    """Run this block's jobs with ``chosen`` (e.g. `tfperf_lab.cluster.DaskExecutor`) instead of in this process."""
+    global _EXECUTOR
+    before, _EXECUTOR = _EXECUTOR, chosen
+    try:
+        yield chosen
+    finally:
+        _EXECUTOR = before
 
 
 def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None, cpus: tuple[int, ...] | None = None):
@@ -134,10 +201,10 @@ def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None, cp
     return Judge(lesson.source, environment=sandbox.reference_environment(data), executed=nb, cpus=cpus)
 
 
-def enforce_verdicts(executed, checks: dict[str, list[str]], judge) -> None:
+def enforce_verdicts(executed, checks: dict[str, list[str]], records: list, notes: list[str]) -> None:
     """A speed test cell without the grader's passing verdict for each of its checks gets an error output, so nbgrader
     scores it 0 whatever the kernel printed (the formgrader and plain ``nbgrader autograde`` included)."""
-    decided = {record.name: record for record in judge.records}
+    decided = {record.name: record for record in records}
     for cell in executed.cells:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id not in checks:
@@ -151,7 +218,7 @@ def enforce_verdicts(executed, checks: dict[str, list[str]], judge) -> None:
                 low, high = decided[name].ci
                 reasons.append(f"{name}: measured {decided[name].speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {decided[name].threshold:g}x")
             else:
-                reasons.append(next((note for note in judge.notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
+                reasons.append(next((note for note in notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
         message = "; ".join(reasons)
         cell.outputs.append(from_dict({"output_type": "error", "ename": "SpeedVerdict", "evalue": f"no speed points from the grader: {message}",
                                        "traceback": [f"SpeedVerdict: no speed points from the grader: {message}"]}))
@@ -184,6 +251,8 @@ class Execution:
     verdicts: str = ""  # the grader's own speed records (tfperf_lab.judge); None of the notebook's records decide points
     judged: bool = False
     judge_notes: list = dataclasses.field(default_factory=list)
+    attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
+    warnings: list = dataclasses.field(default_factory=list)  # limits that do not hold here (tfperf_lab.sandbox)
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
@@ -234,7 +303,8 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
                      "\n".join(messages.lines) + "\n" + (log_file.read_text(encoding="utf-8") if log_file.exists() else ""),
                      run.get("seconds", 0.0), run.get("inside") or {},
                      verdicts_file.read_text(encoding="utf-8") if run.get("judged") and verdicts_file.exists() else "",
-                     bool(run.get("judged")), list(run.get("judge_notes") or []))
+                     bool(run.get("judged")), list(run.get("judge_notes") or []), int(run.get("attempts") or 1),
+                     list(run.get("warnings") or []))
 
 
 class _Capture(__import__("logging").Handler):

@@ -41,6 +41,7 @@ class SubmissionResult:
     stages: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per grading stage (benchmarks/)
     judged: bool = False  # the grader timed the speed checks (tfperf_lab.judge): only its measurements decided speed points
     review: list[str] = dataclasses.field(default_factory=list)  # why it is on the review list (tfperf_lab.review), if it is
+    attempts: int = 1  # more than one: graded again after a cluster worker was lost (tfperf_lab.cluster)
 
     @property
     def score(self) -> float:
@@ -55,7 +56,8 @@ class SubmissionResult:
         """The CSV's status column: the error, or graded (saying so when no sandbox isolated the run)."""
         if self.error:
             return self.error
-        return "graded without a sandbox (--no-sandbox)" if self.sandbox == "none" else "graded"
+        status = "graded without a sandbox (--no-sandbox)" if self.sandbox == "none" else "graded"
+        return status + (f" (again: {self.attempts - 1} grading worker(s) lost while it ran)" if self.attempts > 1 else "")
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

@@ -77,10 +77,12 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         records = parse_records(execution.verdicts, source="the grader's verdicts") + [r for r in records if r.name not in graded]
         unreadable = None  # the notebook's records no longer decide anything
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
-                              sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review])
+                              sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review],
+                              attempts=execution.attempts)
     if unreadable:
         result.notes.append(unreadable)
     result.notes += [str(note) for note in execution.judge_notes]
+    result.notes += [f"this grading machine does not hold every limit: {warning}" for warning in execution.warnings]
     autograded = work.autograded(student, lesson.id)
     finished = execution.finished and autograded.exists()
     outcomes = cell_outcomes(notebook.read(autograded)) if finished else {}

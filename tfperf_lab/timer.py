@@ -256,6 +256,8 @@ class Rounds:
         except OSError as error:
             raise Failed(f"{what} did not answer ({type(error).__name__})") from None
         except Failed as failure:
+            if time.monotonic() >= self.deadline:
+                raise Failed(f"{what} took longer than the check's {self.options.budget + GRACE:g} s: not measured") from None
             raise Failed(f"{what} {failure}") from None
         finally:
             if freeze:

@@ -1,0 +1,114 @@
+"""Grading on a Dask cluster (`tfperf-lab grade --cluster`): a scheduler and two workers as separate processes on
+loopback. The same class gives the same CSV through the cluster as graded here; a worker killed while it grades loses
+nothing (the job runs again on the other worker, and the row says so)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfperf_lab import batch, variants
+from tfperf_lab.course import WorkFolder
+from pipeline import COURSE, write_submission
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.pipeline
+L01 = COURSE.lesson("01_callable_handles")
+DASK = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+
+
+def _class() -> dict[str, dict]:
+    broken = L01.source_notebook()
+    cell = next(c for c in broken["cells"] if c.get("id") == "make_callable_solution")
+    cell["source"] = "".join(cell["source"]) + "\nraise RuntimeError('half-finished answer')\n"
+    return {"ana": L01.source_notebook(), "ben": next(v for v in variants.for_lesson(L01.id) if v.name == "calls_sess_run").notebook(L01),
+            "cleo": broken}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if DASK is None:
+        pytest.skip("the dask command is not installed (pip install distributed)")
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    started = []
+
+    def start(*args) -> subprocess.Popen:
+        process = subprocess.Popen([DASK, *args], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+                                   cwd=folder)
+        started.append(process)
+        return process
+
+    start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file))
+    for _ in range(300):
+        if scheduler_file.exists() and "address" in scheduler_file.read_text() or time.sleep(0.1):
+            break
+    address = json.loads(scheduler_file.read_text())["address"]
+    workers = [start("worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1")
+               for _ in range(2)]
+    with distributed.Client(address, timeout=60) as client:
+        client.wait_for_workers(2, timeout=120)
+    yield address, workers
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+def _grade(tmp_path_factory, students, **options) -> tuple[dict, list[dict]]:
+    folder = tmp_path_factory.mktemp("class")
+    for student, nb in students.items():
+        write_submission(folder, student, L01, nb)
+    work = WorkFolder(tmp_path_factory.mktemp("work"))
+    results = batch.grade(COURSE, folder, work=work, with_feedback=False, progress=False, **options)
+    with work.grades_csv.open(encoding="utf-8") as handle:
+        return {r.student: r for r in results}, list(csv.DictReader(handle))
+
+
+def test_a_class_graded_on_the_cluster_gives_the_same_csv_as_graded_here(cluster, tmp_path_factory):
+    address, _ = cluster
+    here, here_rows = _grade(tmp_path_factory, _class(), workers=2)
+    there, there_rows = _grade(tmp_path_factory, _class(), cluster=address)
+    assert there_rows == here_rows, ("\n".join(line for r in here.values() for line in r.lines()),
+                                     "\n".join(line for r in there.values() for line in r.lines()))
+    assert float(there_rows[0]["score"]) == float(there_rows[0]["max_score"]) and there_rows[0]["status"] == "graded", there_rows[0]
+
+
+def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tmp_path_factory):
+    address, workers = cluster
+    students = {"dana": L01.source_notebook(), "eli": L01.source_notebook()}
+    killed = {}
+
+    def kill_a_busy_worker():
+        with distributed.Client(address, timeout=60) as client:
+            for _ in range(600):
+                busy = [worker for worker, tasks in client.processing().items() if tasks]
+                if busy:
+                    time.sleep(3.0)  # inside its job: the sandbox has started
+                    pid = client.run(os.getppid, workers=[busy[0]])[busy[0]]  # the nanny, whose group holds the worker
+                    process = next((p for p in workers if p.pid == pid or os.getpgid(pid) == p.pid), None)
+                    os.killpg(process.pid if process else pid, signal.SIGKILL)
+                    killed["worker"] = busy[0]
+                    return
+                time.sleep(0.1)
+
+    import threading
+
+    killer = threading.Thread(target=kill_a_busy_worker, daemon=True)
+    killer.start()
+    results, rows = _grade(tmp_path_factory, students, cluster=address)
+    killer.join(timeout=60)
+    assert killed, "no worker was busy to kill"
+    assert all(r.error is None and r.score == r.max_score for r in results.values()), [r.lines() for r in results.values()]
+    assert any("again" in row["status"] for row in rows), rows

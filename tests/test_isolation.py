@@ -1,0 +1,72 @@
+"""One submission cannot slow, stall or fail its classmates: a class graded with a staller in it gives the honest
+submissions the same rows as the class without it, and takes at most the staller's own bounds longer.
+
+The staller is a correct answer that answers the grader's warm-up and single calls at once, then sleeps in the middle
+of its first timed batch (no reach into the machinery: nothing for the review list). Its speed check hits the check's
+hard bound and fails, alone and named; while it measured, the other job was paused, and its time limits moved by the
+time it was paused.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tfperf_lab import batch, timer
+from tfperf_lab.course import WorkFolder
+from pipeline import COURSE, with_solution, write_submission
+
+pytestmark = pytest.mark.pipeline
+L01 = COURSE.lesson("01_callable_handles")
+STALL_SECONDS = 45.0
+STALLER = with_solution(L01, "make_callable_solution", {
+    "    def run_callable(feed_dict):\n": "    calls = [0]\n\n    def run_callable(feed_dict):\n"
+                                          "        calls[0] += 1\n"
+                                          f"        if calls[0] == 300:  # inside the grader's first timed batch\n"
+                                          f"            time.sleep({STALL_SECONDS})\n",
+    "def make_callable(": "import time\n\n\ndef make_callable(",
+})
+
+
+def _grade(tmp_path_factory, students: dict[str, dict]):
+    folder = tmp_path_factory.mktemp("class")
+    for student, nb in students.items():
+        write_submission(folder, student, L01, nb)
+    began = time.monotonic()
+    results = batch.grade(COURSE, folder, work=WorkFolder(tmp_path_factory.mktemp("work")), workers=2, with_feedback=False,
+                          progress=False)
+    return {result.student: result for result in results}, time.monotonic() - began
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory):
+    honest = {"ana": L01.source_notebook(), "ben": L01.source_notebook()}
+    alone, alone_seconds = _grade(tmp_path_factory, honest)
+    mixed, mixed_seconds = _grade(tmp_path_factory, honest | {"stalls": STALLER})
+    return alone, alone_seconds, mixed, mixed_seconds
+
+
+def _row(result) -> list[tuple]:
+    return [(cell.id, cell.score, cell.status, cell.message) for cell in result.cells] + [("notes", tuple(result.notes), result.error)]
+
+
+@pytest.mark.parametrize("student", ["ana", "ben"])
+def test_honest_rows_are_the_same_with_a_staller_in_the_class(classes, student):
+    alone, _, mixed, _ = classes
+    assert _row(mixed[student]) == _row(alone[student]), ("\n".join(alone[student].lines()), "\n".join(mixed[student].lines()))
+    assert mixed[student].score == mixed[student].max_score, mixed[student].lines()
+
+
+def test_the_stallers_speed_check_fails_alone_at_its_bound_and_says_so(classes):
+    result = classes[2]["stalls"]
+    assert result.error is None, result.lines()
+    (cell,) = [c for c in result.cells if c.id == "handle_is_faster"]
+    assert cell.score == 0 and "took longer than the check's" in cell.message, result.lines()
+    assert any(c.id == "handle_matches_sess_run" and c.score == c.max_score for c in result.cells), result.lines()
+
+
+def test_the_class_takes_at_most_the_stallers_bounds_longer(classes):
+    _, alone_seconds, _, mixed_seconds = classes
+    bound = STALL_SECONDS + 5.0 + timer.GRACE  # its sleep, and its one check's budget and grace
+    assert mixed_seconds - alone_seconds <= bound + 30, (alone_seconds, mixed_seconds)
