@@ -218,18 +218,32 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
             except ProtocolError as error:
                 return Verdict(passed=False, summary="", reason=f"the grader's connection broke ({error})")
             op = request.get("op")
+            if op == "verdict":
+                return Verdict(passed=bool(request.get("passed")), summary=str(request.get("summary", "")), reason=request.get("reason"))
             try:
+                chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
                 if op == "batch":
-                    chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
-                    send({"digests": _batch(chosen, draw, observe, wait, int(request["seed"]), int(request["calls"]))})
+                    answer = {"digests": _batch(chosen, draw, observe, wait, int(request["seed"]), int(request["calls"]))}
                 elif op in ("replay", "follow"):
-                    chosen = baseline if request.get("which") == "baseline" and baseline is not None else fn
                     positions = {int(index) for index in request["positions"]} if op == "replay" else None
-                    send({"digests": _replay(chosen, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)})
-                elif op == "verdict":
-                    return Verdict(passed=bool(request.get("passed")), summary=str(request.get("summary", "")),
-                                   reason=request.get("reason"))
+                    answer = {"digests": _replay(chosen, draw, observe, wait, int(request["seed"]), list(request["digests"]), positions)}
                 else:
-                    send({"error": f"unknown request {op!r}"})
+                    answer = {"error": f"unknown request {op!r}"}
             except Exception as error:  # noqa: BLE001  (the grader reports it; this side only says what happened)
-                send({"error": f"{type(error).__name__}: {error}"[:500]})
+                answer = {"error": f"{type(error).__name__}: {error}"[:500]}
+            try:
+                send(answer)
+            except OSError:  # the grader stopped this check while we worked: its verdict, if it sent one, is waiting
+                return _verdict_after_close(stream)
+
+
+def _verdict_after_close(stream) -> Verdict:
+    """The verdict the grader sent before it closed the connection (it stopped the check), else why there is none."""
+    try:
+        for _ in range(1000):
+            message = decode(stream.readline(LINE_LIMIT + 1))
+            if message.get("op") == "verdict":
+                return Verdict(passed=bool(message.get("passed")), summary=str(message.get("summary", "")), reason=message.get("reason"))
+    except (OSError, ProtocolError):
+        pass
+    return Verdict(passed=False, summary="", reason="the grader closed the connection before this side answered (it stopped the check)")
