@@ -53,12 +53,12 @@ SPEEDUP_AXIS = "times faster than its baseline (x): above 1 faster, below 1 slow
 SPEEDUP_CONVENTION = "each bar: candidate vs baseline, how many times faster the candidate is"
 _VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red", "inconclusive": "tab:gray"}
 _VERDICT_WORDS = {"faster": "faster (interval above 1x)", "slower": "slower (interval below 1x)",
-                  "inconclusive": "no measurable difference"}
+                  "inconclusive": "no measurable difference (interval reaches 1x)"}
 
 
-def _verdict(low: float, high: float, tolerance: float = 0.05) -> str:
-    """The word an interval allows, as `tfperf.timing.Comparison.verdict` chooses it."""
-    return "faster" if low > 1 + tolerance else "slower" if high < 1 / (1 + tolerance) else "inconclusive"
+def _verdict(low: float, high: float) -> str:
+    """The word an interval allows, by the rule of `tfperf.timing.Comparison.words`: the whole interval above or below 1x."""
+    return "faster" if low > 1 else "slower" if high < 1 else "inconclusive"
 
 
 def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float | None = None, title: str | None = None):
