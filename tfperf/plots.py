@@ -61,6 +61,14 @@ def _verdict(low: float, high: float) -> str:
     return "faster" if low > 1 else "slower" if high < 1 else "inconclusive"
 
 
+def _two_and_five(value: float, _position=None) -> str:
+    """A minor tick's label on a log axis spanning more than a decade: only 0.2x, 0.5x, 2x, 5x, 20x... (0.17x reads off it)."""
+    if value <= 0:
+        return ""
+    mantissa = round(value / 10 ** np.floor(np.log10(value)), 6)
+    return f"{value:g}x" if mantissa in (2.0, 5.0) else ""
+
+
 def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float | None = None, title: str | None = None):
     """Horizontal bars of speedups with their confidence intervals, in the course's one convention.
 
@@ -103,7 +111,7 @@ def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float |
     ax.xaxis.set_major_formatter(times)
     if log:  # within one decade the minor ticks are the only labels: write them as speedups too
         span = max([r[3] for r in rows] + [1.0]) / min([r[2] for r in rows if r[2] > 0] + [1.0])
-        ax.xaxis.set_minor_formatter(times if span < 10 else FuncFormatter(lambda value, _: ""))
+        ax.xaxis.set_minor_formatter(times if span < 10 else FuncFormatter(_two_and_five))
     handles = [Patch(color=_VERDICT_COLORS[v], label=_VERDICT_WORDS[v]) for v in dict.fromkeys(verdicts)]
     handles += ax.get_legend_handles_labels()[0]
     if owned:  # below the axes, where it covers no bar
