@@ -111,6 +111,9 @@ def test_recorded_ranges_belong_to_a_profile_and_describe_says_which(tmp_path, m
     sentence = comparison((8.8,), (8.1, 9.4), 80.0, 9.1).describe(seen=full)
     assert "the course's 3 recorded runs in the full profile measured 7.5-9x" in sentence.lower()
     assert "outside" not in sentence  # 8.81x in a full-profile run is inside the full profile's range
+    overlapping = comparison((9.2,), (8.5, 9.6), 80.0, 8.7).describe(seen=full)
+    assert "outside" not in overlapping  # its interval overlaps the range: compatible with it
+    assert "(this run falls outside that range)" in comparison((2.0,), (1.9, 2.1), 2.0, 1.0).describe(seen=full)
 
 
 def test_the_packaged_ranges_are_built_from_the_kept_runs():

@@ -177,7 +177,7 @@ class Comparison:
         otherwise "no measurable difference" ("too noisy to tell" when the interval is also wide).
         ``seen`` is the range of speedups the course's own runs measured (`tfperf.report.seen` reads it
         from the recorded runs of the learner's profile): when it lies on both sides of 1x the effect is
-        called fragile; when this run falls outside it, the sentence says so. Introduced in lesson 02.
+        called fragile; when this run's whole interval falls outside it, the sentence says so. Introduced in lesson 02.
 
         Args:
             seen: A `tfperf.report.Seen` (range, number of recorded runs and their profile), a plain
@@ -204,7 +204,8 @@ class Comparison:
         if least < 1 < most:
             return (f"{sentence} A fragile effect: {who} measured {span}, faster on some and slower on others, "
                     "so one run decides nothing.")
-        outside = " (this run falls outside that range)" if self.speedup < least or self.speedup > most else ""
+        # outside only when the whole interval misses the range: an interval that overlaps it is compatible with it
+        outside = " (this run falls outside that range)" if high < least or low > most else ""
         return f"{sentence} {who[0].upper()}{who[1:]} measured {span}{outside}."
 
     @property
