@@ -223,7 +223,7 @@ class Comparison:
 
         The speedup is the median of the paired per-round ratios; the two medians are each side's median
         time per call, whose ratio is another statistic. On a steady machine the two agree; when the
-        machine's speed changes between rounds they can disagree, and the line says so with both numbers,
+        rounds vary (the machine's load comes and goes) they can disagree, and the line says so with both numbers,
         so nobody quotes a speedup and two medians that contradict each other without knowing why.
         """
         low, high = self.ci
@@ -232,11 +232,11 @@ class Comparison:
         medians = (f"median per call {format_seconds(self.baseline.median, unit=unit)} -> "
                    f"{format_seconds(self.candidate.median, unit=unit)}")
         ratio = self.ratio_of_medians
-        if low <= ratio <= high:
+        if round(low, 2) <= round(ratio, 2) <= round(high, 2):  # as printed: 1.04x is inside "0.96-1.04x"
             medians += f", a ratio of {ratio:.2f}x"
         else:
-            medians += (f", a ratio of {ratio:.2f}x, outside the interval: the machine's speed changed between rounds, "
-                        "so quote the paired speedup and its interval")
+            medians += (f", a ratio of {ratio:.2f}x, outside the interval: the rounds varied (another program's load "
+                        "comes and goes), which moves the two statistics apart; quote the paired speedup and its interval")
         return (
             f"{self.candidate.label} vs {self.baseline.label}: {verdict}, the median of {self.rounds} paired per-round ratios "
             f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x) [{medians}]"
