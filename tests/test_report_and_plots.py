@@ -70,9 +70,9 @@ def test_growth_draws_items_a_rolling_median_and_the_slope_between_the_ends():
     points, rolling, slope = ax.get_lines()
     assert ax.get_ylabel() == "time per image (ms)" and ax.get_xlabel() == "ops already in the graph"
     assert ax.get_ylim()[1] < 400 and max(points.get_ydata()) <= ax.get_ylim()[1]  # the spike does not set the axis
-    assert "1 spikes" in points.get_label()
+    assert "(1 spike drawn at the top edge)" in points.get_label()
     assert slope.get_ydata()[0] == pytest.approx(10.45) and slope.get_ydata()[1] == pytest.approx(19.45)
-    assert "4 ms per 1,000" in slope.get_label()
+    assert "4 ms per 1,000 ops" in slope.get_label()
     with pytest.raises(ValueError, match="at least 2 \\* window"):
         tfperf.plots.growth(seconds[:15], window=10)
 

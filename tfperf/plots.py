@@ -53,12 +53,20 @@ SPEEDUP_AXIS = "times faster than its baseline (x): above 1 faster, below 1 slow
 SPEEDUP_CONVENTION = "each bar: candidate vs baseline, how many times faster the candidate is"
 _VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red", "inconclusive": "tab:gray"}
 _VERDICT_WORDS = {"faster": "faster (interval above 1x)", "slower": "slower (interval below 1x)",
-                  "inconclusive": "no measurable difference"}
+                  "inconclusive": "no measurable difference (interval reaches 1x)"}
 
 
-def _verdict(low: float, high: float, tolerance: float = 0.05) -> str:
-    """The word an interval allows, as `tfperf.timing.Comparison.verdict` chooses it."""
-    return "faster" if low > 1 + tolerance else "slower" if high < 1 / (1 + tolerance) else "inconclusive"
+def _verdict(low: float, high: float) -> str:
+    """The word an interval allows, by the rule of `tfperf.timing.Comparison.words`: the whole interval above or below 1x."""
+    return "faster" if low > 1 else "slower" if high < 1 else "inconclusive"
+
+
+def _two_and_five(value: float, _position=None) -> str:
+    """A minor tick's label on a log axis spanning more than a decade: only 0.2x, 0.5x, 2x, 5x, 20x... (0.17x reads off it)."""
+    if value <= 0:
+        return ""
+    mantissa = round(value / 10 ** np.floor(np.log10(value)), 6)
+    return f"{value:g}x" if mantissa in (2.0, 5.0) else ""
 
 
 def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float | None = None, title: str | None = None):
@@ -103,7 +111,7 @@ def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float |
     ax.xaxis.set_major_formatter(times)
     if log:  # within one decade the minor ticks are the only labels: write them as speedups too
         span = max([r[3] for r in rows] + [1.0]) / min([r[2] for r in rows if r[2] > 0] + [1.0])
-        ax.xaxis.set_minor_formatter(times if span < 10 else FuncFormatter(lambda value, _: ""))
+        ax.xaxis.set_minor_formatter(times if span < 10 else FuncFormatter(_two_and_five))
     handles = [Patch(color=_VERDICT_COLORS[v], label=_VERDICT_WORDS[v]) for v in dict.fromkeys(verdicts)]
     handles += ax.get_legend_handles_labels()[0]
     if owned:  # below the axes, where it covers no bar
@@ -151,19 +159,22 @@ def step_latency(series: Mapping[str, Sequence[float]], *, x: Mapping[str, Seque
 
 
 def growth(seconds: Sequence[float], *, x: Sequence[float] | None = None, window: int = 10, ax=None,
-           unit: str = "ms", xlabel: str = "ops already in the graph", ylabel: str = "time per image", per: int = 1000):
+           unit: str = "ms", xlabel: str = "ops already in the graph", ylabel: str = "time per image", per: int = 1000,
+           per_what: str = "ops"):
     """Time per item against a growing size: every item, a rolling median, and the slope between the ends.
 
     Lesson 02 draws the leaky loop with it. Single items that another program delayed (spikes) would
     flatten the trend, so the y axis stops above the rolling median and says how many items it leaves
     out; the straight line joins the medians of the first and the last ``window`` items, the slope the
-    lesson prints, labelled in ``unit`` per ``per`` units of x (ms per 1,000 ops).
+    lesson prints, labelled in ``unit`` per ``per`` ``per_what`` (ms per 1,000 ops). On a loaded machine the rolling
+    median can climb in steps (another program holding a core for a while) rather than in a straight line.
 
     Args:
         seconds: Seconds per item, in order.
         x: The size when each item ran (default: 0, 1, 2, ...).
         window: Items per rolling median and per end of the slope.
         unit: One unit for the lesson's figures.
+        per, per_what: The slope is given per ``per`` of these x units, e.g. 1,000 "ops".
     """
     values = np.asarray(seconds, float)
     xs = np.arange(len(values), dtype=float) if x is None else np.asarray(x, float)
@@ -175,13 +186,13 @@ def growth(seconds: Sequence[float], *, x: Sequence[float] | None = None, window
     top = 1.3 * rolling.max() / scale
     off = int(np.sum(values / scale > top))
     ax.plot(xs, np.minimum(values / scale, top), ".", color="tab:blue", alpha=0.35, markersize=4,
-            label="one item" + (f" ({off} spikes drawn at the top edge)" if off else ""))
+            label="one item" + (f" ({off} spike{'' if off == 1 else 's'} drawn at the top edge)" if off else ""))
     ax.plot(xs, rolling / scale, color="tab:blue", linewidth=1.5, label=f"rolling median of {window}")
     ends = [(xs[:window].mean(), np.median(values[:window])), (xs[-window:].mean(), np.median(values[-window:]))]
     (x0, y0), (x1, y1) = ends
     slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
     ax.plot([x0, x1], [y0 / scale, y1 / scale], "--", color="tab:red", marker="o",
-            label=f"slope between the first and last {window}: {slope * per / scale:.3g} {unit} per {per:,}")
+            label=f"slope between the first and last {window}: {slope * per / scale:.3g} {unit} per {per:,} {per_what}")
     ax.set_ylim(0, top * 1.02)
     return _finish(ax, xlabel, f"{ylabel} ({unit})")
 
@@ -226,6 +237,8 @@ def metric_curves(series: Mapping[str, Sequence[float]], *, x: Sequence[float] |
     for label, values in series.items():
         xs = np.arange(1, len(values) + 1) if x is None else np.asarray(x, float)
         ax.plot(xs, np.asarray(values, float), marker="o", markersize=3, linewidth=1.2, label=label)
+    if x is None:  # epochs (or steps) 1, 2, 3...: whole-number ticks only
+        ax.xaxis.get_major_locator().set_params(integer=True)
     return _finish(ax, xlabel, ylabel, title)
 
 
@@ -278,19 +291,24 @@ def break_even(eager: float, graph: float, first_call: float, *, steps: int | No
 __all__.append("break_even")
 
 
-def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "value", title: str | None = None):
+def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "value", title: str | None = None,
+                   xlabel: str = "step"):
     """Scalars read back from TensorBoard event files (lesson 07's fallback when TensorBoard is blocked).
+
+    The x axis is the step the values were logged at, whole numbers only (no 0.5 ticks).
 
     Args:
         series: Label -> anything with ``steps`` and ``values`` (a `tfperf.events.Series`), e.g.
             ``{"train": events.scalars(d, run="train")["epoch_loss"], "validation": ...}``.
         ylabel: What the values are, e.g. ``"loss"``.
+        xlabel: What a step counts: ``"epoch"`` for values logged once per epoch.
     """
     ax = _axes(ax)
     for label, item in series.items():
         steps, values = np.asarray(item.steps, float), np.asarray(item.values, float)
         ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, linewidth=1.2, label=label)
-    return _finish(ax, "step", ylabel, title)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    return _finish(ax, xlabel, ylabel, title)
 
 
 def logged_histograms(series, *, ax=None, title: str | None = None):

@@ -159,53 +159,87 @@ class Comparison:
             return "slower"
         return "inconclusive"
 
-    def describe(self, *, seen: tuple[float, float] | None = None) -> str:
+    @property
+    def words(self) -> str:
+        """The word this run's interval allows: ``"faster"``, ``"slower"`` or ``"no measurable difference"``.
+
+        The course's one rule (lesson 10's rubric states it too): faster or slower only when the whole
+        interval lies above or below 1x; an interval that reaches 1x is no measurable difference. Unlike
+        `verdict` (which decides when `compare` may stop adding rounds), it has no tolerance around 1x.
+        """
+        low, high = self.ci
+        return "faster" if low > 1 else "slower" if high < 1 else "no measurable difference"
+
+    def describe(self, *, seen=None) -> str:
         """One sentence for a lesson's "What to notice": this run's speedup, its interval, and the word it allows.
 
-        The word comes from `verdict`: "faster" or "slower" only when the whole interval clears
-        1x by the tolerance, otherwise "no measurable difference". ``seen`` is the range of speedups
-        measured over the course's own runs: when it lies on both sides of 1x the effect is called
-        fragile; when this run falls outside it, the sentence says so. Introduced in lesson 02.
+        The word is `words`: "faster" or "slower" only when the whole interval lies above or below 1x,
+        otherwise "no measurable difference" ("too noisy to tell" when the interval is also wide).
+        ``seen`` is the range of speedups the course's own runs measured (`tfperf.report.seen` reads it
+        from the recorded runs of the learner's profile): when it lies on both sides of 1x the effect is
+        called fragile; when this run's whole interval falls outside it, the sentence says so. Introduced in lesson 02.
 
         Args:
-            seen: (lowest, highest) speedup over the course's runs, or None.
+            seen: A `tfperf.report.Seen` (range, number of recorded runs and their profile), a plain
+                (lowest, highest) pair, or None.
 
         Returns:
             A sentence such as ``"parallel map against sequential map: 0.69x (95% CI 0.50-0.93x): slower on this run."``
         """
         low, high = self.ci
-        if self.verdict in ("faster", "slower"):
-            words = f"{self.verdict} on this run"
+        if self.words != "no measurable difference":
+            words = f"{self.words} on this run"
         elif high / low > 1.5:
             words = "too noisy to tell on this run (the interval is wide and reaches 1x): run it again on a quieter machine"
         else:
-            words = f"no measurable difference on this run (the interval reaches within {self.tolerance:.0%} of 1x)"
+            words = "no measurable difference on this run (the interval reaches 1x)"
         sentence = (f"{self.candidate.label} against {self.baseline.label}: {self.speedup:.2f}x "
                     f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x): {words}.")
         if seen is None:
             return sentence
-        least, most = seen
+        least, most = float(seen[0]), float(seen[1])
         span = f"{_ratio(least)}-{_ratio(most)}x"
+        runs, profile = getattr(seen, "runs", None), getattr(seen, "profile", None)
+        who = (f"the course's {runs} recorded runs in the {profile} profile" if runs and profile else "the course's runs")
         if least < 1 < most:
-            return (f"{sentence} A fragile effect: the course's runs measured {span}, faster on some and slower on others, "
+            return (f"{sentence} A fragile effect: {who} measured {span}, faster on some and slower on others, "
                     "so one run decides nothing.")
-        outside = " (this run falls outside that range)" if self.speedup < least or self.speedup > most else ""
-        return f"{sentence} The course's runs measured {span}{outside}."
+        # outside only when the whole interval misses the range: an interval that overlaps it is compatible with it
+        outside = " (this run falls outside that range)" if high < least or low > most else ""
+        return f"{sentence} {who[0].upper()}{who[1:]} measured {span}{outside}."
 
     @property
     def passed(self) -> bool:
         """True when a threshold was set and the interval's lower bound clears it."""
         return self.threshold is not None and self.ci[0] >= self.threshold
 
+    @property
+    def ratio_of_medians(self) -> float:
+        """Baseline median over candidate median: another statistic than `speedup`, the median of the paired ratios."""
+        return self.baseline.median / self.candidate.median
+
     def summary(self) -> str:
-        """One line: speedup, interval, rounds and both medians in one unit."""
+        """One line: speedup, interval, rounds and both medians in one unit, each statistic named.
+
+        The speedup is the median of the paired per-round ratios; the two medians are each side's median
+        time per call, whose ratio is another statistic. On a steady machine the two agree; when the
+        rounds vary (the machine's load comes and goes) they can disagree, and the line says so with both numbers,
+        so nobody quotes a speedup and two medians that contradict each other without knowing why.
+        """
         low, high = self.ci
         scale, unit = _pick_unit(min(self.baseline.median, self.candidate.median))
         verdict = f"{self.speedup:.2f}x" + (f" (needs >= {self.threshold:g}x: {'pass' if self.passed else 'FAIL'})" if self.threshold else "")
+        medians = (f"median per call {format_seconds(self.baseline.median, unit=unit)} -> "
+                   f"{format_seconds(self.candidate.median, unit=unit)}")
+        ratio = self.ratio_of_medians
+        if round(low, 2) <= round(ratio, 2) <= round(high, 2):  # as printed: 1.04x is inside "0.96-1.04x"
+            medians += f", a ratio of {ratio:.2f}x"
+        else:
+            medians += (f", a ratio of {ratio:.2f}x, outside the interval: the rounds varied (another program's load "
+                        "comes and goes), which moves the two statistics apart; quote the paired speedup and its interval")
         return (
-            f"{self.candidate.label} vs {self.baseline.label}: {verdict}, "
-            f"{self.confidence:.0%} CI {low:.2f}-{high:.2f}x over {self.rounds} rounds "
-            f"[{format_seconds(self.baseline.median, unit=unit)} -> {format_seconds(self.candidate.median, unit=unit)} per call]"
+            f"{self.candidate.label} vs {self.baseline.label}: {verdict}, the median of {self.rounds} paired per-round ratios "
+            f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x) [{medians}]"
         )
 
     def to_dict(self) -> dict:

@@ -96,9 +96,21 @@ def cmd_run(args) -> int:
     if args.example:
         readme.update(course, "report")
         print(f"{readme.PAGES['report']}: example report block regenerated")
+    if args.keep_run and clean:
+        from . import ranges
+
+        print(f"kept the run in {ranges.keep(course, path.with_suffix('.json'))}; ranges rebuilt in {ranges.write(course)}")
     if not clean:
         print("some lessons failed or recorded nothing: see the errors in the report", file=sys.stderr)
     return 0 if clean else 1
+
+
+def cmd_ranges(args) -> int:
+    """Rebuild tfperf/ranges.json (the speedup ranges lessons quote) from the runs kept in docs/runs/."""
+    from . import ranges
+
+    print(f"wrote {ranges.write(_course(args))}")
+    return 0
 
 
 def cmd_flake(args) -> int:
@@ -215,7 +227,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/ here)")
     run.add_argument("--example", action="store_true",
                      help="write to docs/example-report/ and regenerate the example block of docs/benchmarks.md (commit both)")
+    run.add_argument("--keep-run", action="store_true",
+                     help="keep this run's speedups in docs/runs/<profile>/ and rebuild tfperf/ranges.json (the ranges lessons quote)")
     run.set_defaults(func=cmd_run)
+
+    ranges = sub.add_parser("ranges", help=cmd_ranges.__doc__)
+    ranges.set_defaults(func=cmd_ranges)
 
     sub.add_parser("exchange", help="nbgrader's exchange on a JupyterHub: release, collect, grade and return a lesson "
                                     "(see docs/jupyterhub.md; `tfperf-lab exchange --help`)")
