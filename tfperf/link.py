@@ -206,10 +206,9 @@ def serve(name: str, fn: Callable, *, draw: Callable | None, observe: Callable |
     except OSError as error:
         return Verdict(passed=False, summary="", reason=f"the grader could not be reached ({error})")
     wait = device_wait()
-    with connection, connection.makefile("rwb") as stream:
-        def send(message: dict) -> None:
-            stream.write(encode(message))
-            stream.flush()
+    with connection, connection.makefile("rb") as stream:
+        def send(message: dict) -> None:  # unbuffered: nothing is left to flush into a connection the grader closed
+            connection.sendall(encode(message))
 
         send({"hello": name, "role": role, "protocol": PROTOCOL, "options": options or {}})
         while True:

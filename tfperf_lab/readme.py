@@ -94,41 +94,52 @@ def timed_by(campaign: dict) -> str:
     return "the grader" if campaign.get("verdicts") == "grader" else "the kernel"
 
 
+def load_of(campaign: dict) -> str:
+    """The load a campaign graded beside: steady spinners on cores, neighbours in bursts, or nothing."""
+    parts = []
+    if campaign.get("hogs"):
+        parts.append(f"{campaign['hogs']} busy core{'s' if campaign['hogs'] > 1 else ''}")
+    if campaign.get("bursts"):
+        parts.append(f"{campaign['bursts']} bursty neighbour{'s' if campaign['bursts'] > 1 else ''}")
+    return " + ".join(parts) or "none"
+
+
 def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
     """The flake figures: every speed check with cores busy, then the false failures and throughput per worker count."""
     from . import flake
 
     campaigns = flake.load_campaigns(folder or flake_folder(course))
-    busy = [c for c in campaigns if c["hogs"] >= 1]  # with cores busy, one or two workers (a measurement pauses the other job)
+    busy = [c for c in campaigns if c["hogs"] >= 1 or c.get("bursts")]  # graded beside a load, one or two workers
     rows = sorted(((c, r) for c in busy for r in c["rows"]),
-                  key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"], item[0]["hogs"]))
+                  key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"],
+                                    item[0]["hogs"], item[0].get("bursts", 0)))
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | "
-             "slowest decision | busy cores | workers | load | timed by |",
+             "slowest decision | beside | workers | load average | timed by |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for campaign, r in rows:
         slowest = f"{r['rounds_max']} rounds, {r['elapsed_max']:.1f} s" if r.get("rounds_max") else "-"
         lines.append(f"| {r['lesson'][:2]} | `{r['cell']}` | {r['answer'].replace('_', ' ')} | {r['passed']} / {r['runs']} | "
                      f"{fmt(r['speedup_median'])}x | {fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
-                     f"{slowest} | {campaign['hogs']} | {campaign['workers']} | {fmt(r.get('load_median'))} | "
+                     f"{slowest} | {load_of(campaign)} | {campaign['workers']} | {fmt(r.get('load_median'))} | "
                      f"{timed_by(campaign)} |")
     lines.append("")
-    for hogs in sorted({c["hogs"] for c in busy}):
-        reference = [r for c, r in rows if c["hogs"] == hogs and r["answer"] == "reference"]
-        unoptimized = [r for c, r in rows if c["hogs"] == hogs and r["answer"] != "reference"]
-        lines.append(f"- {hogs} busy core{'s' if hogs > 1 else ''}: {sum(r['runs'] - r['passed'] for r in reference)} false failures in "
+    for load in sorted({load_of(c) for c in busy}):
+        reference = [r for c, r in rows if load_of(c) == load and r["answer"] == "reference"]
+        unoptimized = [r for c, r in rows if load_of(c) == load and r["answer"] != "reference"]
+        lines.append(f"- {load}: {sum(r['runs'] - r['passed'] for r in reference)} false failures in "
                      f"{sum(r['runs'] for r in reference)} reference runs of {len(reference)} speed checks; "
                      f"{sum(r['passed'] for r in unoptimized)} false passes in {sum(r['runs'] for r in unoptimized)} runs of "
                      f"{len(unoptimized)} unoptimized answers.")
-    lines += ["", "| measured | workers | busy cores beside | sandbox | timed by | lessons | reference runs | false failures | "
+    lines += ["", "| measured | workers | beside | sandbox | timed by | lessons | reference runs | false failures | "
                   "smallest margin (lowest bound / threshold) | slowest decision | notebooks a minute | per core |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    by_conditions: dict[tuple[int, int, str, str], list[dict]] = {}
+    by_conditions: dict[tuple[int, str, str, str], list[dict]] = {}
     for campaign in campaigns:  # a campaign that records no "sandbox" ran its kernels beside the grader, unisolated
-        key = (campaign["workers"], campaign["hogs"], campaign.get("sandbox", "none"), timed_by(campaign))
+        key = (campaign["workers"], load_of(campaign), campaign.get("sandbox", "none"), timed_by(campaign))
         by_conditions.setdefault(key, []).append(campaign)
     with_checks = [lesson for lesson in course.lessons if lesson.speed_checks()]
-    for (workers, hogs, sandbox, timer), group in sorted(by_conditions.items()):
+    for (workers, load, sandbox, timer), group in sorted(by_conditions.items()):
         reference = [r for c in group for r in c["rows"] if r["answer"] == "reference"]
         lessons = sorted({r["lesson"][:2] for r in reference})
         every = len(lessons) == len(with_checks)
@@ -137,10 +148,10 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
         # seconds per notebook is wall-clock time over notebooks graded, for each lesson once
         seconds = {r["lesson"]: r["seconds_per_notebook"] for c in group for r in c["rows"]}
         per_minute = 60 / statistics.median(seconds.values())
-        cores = (group[0].get("cpu_count") or 2) - hogs
+        cores = (group[0].get("cpu_count") or 2) - group[0]["hogs"]
         decision = f"{slowest['elapsed_max']:.1f} s ({slowest['lesson'][:2]})" if slowest.get("elapsed_max") else "-"
         dates = sorted({c.get("date") or "-" for c in group})
-        lines.append(f"| {dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]} | {workers} | {hogs} | {sandbox} | {timer} | "
+        lines.append(f"| {dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]} | {workers} | {load} | {sandbox} | {timer} | "
                      f"{'all ' + str(len(lessons)) if every else ', '.join(lessons)} | {sum(r['runs'] for r in reference)} | "
                      f"{sum(r['runs'] - r['passed'] for r in reference)} | {margin['ci_low_min'] / margin['threshold']:.2f} ({margin['lesson'][:2]}) | "
                      f"{decision} | {per_minute:.1f} | {per_minute / max(cores, 1):.1f} |")
