@@ -18,21 +18,11 @@ import pytest
 import tfperf
 from tfperf import plots, timing
 from conftest import make_result
+from test_truth import cell, notebook, source  # the solution notebooks, read one way
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def notebook(lesson: str) -> dict:
-    return json.loads((ROOT / "solutions" / lesson / f"{lesson}.ipynb").read_text(encoding="utf-8"))
-
-
-def source(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def cell(nb: dict, cell_id: str) -> dict:
-    (found,) = [c for c in nb["cells"] if c.get("id") == cell_id]
-    return found
 
 
 def index(nb: dict, cell_id: str) -> int:
