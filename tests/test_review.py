@@ -19,18 +19,19 @@ def _with_cell(lesson_id: str, code: str) -> dict:
 
 
 def _found(lesson_id: str, code: str) -> list[review.Finding]:
-    return review.review(_with_cell(lesson_id, code), COURSE.lesson(lesson_id).release_notebook())
+    return review.review(_with_cell(lesson_id, code), COURSE.lesson(lesson_id).release_notebook(), COURSE.lesson(lesson_id).source_notebook())
 
 
 @pytest.mark.parametrize("lesson", [lesson.id for lesson in COURSE.lessons])
 def test_no_reference_solution_is_on_the_review_list(lesson):
-    assert review.review(COURSE.lesson(lesson).source_notebook(), COURSE.lesson(lesson).release_notebook()) == []
+    source = COURSE.lesson(lesson).source_notebook()
+    assert review.review(source, COURSE.lesson(lesson).release_notebook(), source) == []
 
 
 @pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if v not in variants.CHEATS], ids=lambda v: f"{v.lesson}-{v.name}")
 def test_no_correct_variant_is_on_the_review_list(variant):
     lesson = COURSE.lesson(variant.lesson)
-    assert review.review(variant.notebook(lesson), lesson.release_notebook()) == []
+    assert review.review(variant.notebook(lesson), lesson.release_notebook(), lesson.source_notebook()) == []
 
 
 HONEST = {  # answers and scratch cells in styles the lessons do not show
@@ -105,7 +106,7 @@ def test_the_cheats_of_earlier_rounds_that_reach_into_the_machinery_are_on_the_r
     reaching = {"cheat_percentile", "cheat_clock", "cheat_forged_record", "cheat_slowed_baseline", "cheat_fake_trace_count"}
     for variant in variants.CHEATS:
         lesson = COURSE.lesson(variant.lesson)
-        found = review.review(variant.notebook(lesson), lesson.release_notebook())
+        found = review.review(variant.notebook(lesson), lesson.release_notebook(), lesson.source_notebook())
         assert bool(found) == (variant.name in reaching), (variant.name, [str(f) for f in found])
 
 

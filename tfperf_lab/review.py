@@ -344,10 +344,11 @@ def _mark_outermost(tree: ast.AST) -> None:
             node.value._inner = True  # type: ignore[attr-defined]
 
 
-def review(nb: dict, release: dict) -> list[Finding]:
+def review(nb: dict, release: dict, source: dict | None = None) -> list[Finding]:
     """Every reach in the code cells of ``nb`` that differ from ``release`` (the release's unchanged cells, and cells
-    nbgrader restores from the instructor's copy, are the course's own)."""
-    own = owned(release)
+    nbgrader restores from the instructor's copy, are the course's own). What the lesson's cells own and its tests read
+    comes from the instructor's ``source`` when there is one (its hidden tests read more), else from the release."""
+    own = owned(source or release)
     shipped = {cell.get("id"): cell for cell in release["cells"]}
     local_modules: dict[str, str] = {}
     found: list[Finding] = []

@@ -197,7 +197,7 @@ def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | Non
         notes.append(f"the file is named for {by_name[0]} but is lesson {lesson.id}: graded as {lesson.id}")
     notes += tamper_notes(nb, release)
     restore_read_only(nb, release)
-    found = review.review(nb, release)
+    found = review.review(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
     if found:
         notes.append(review.note(found))
     extras = {}
