@@ -17,18 +17,38 @@ import pytest
 
 import tfperf
 from tfperf_lab import variants
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions
+from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("03_tf_function")
 # the answers that change both exercises, from the one registry of unoptimized answers
 BOTH = ("eager_step_and_slow_step_unchanged", "no_signature_and_reduce_retracing", "eager_sgd_step")
 VARIANTS = {variant.name: variant for variant in variants.for_lesson(LESSON.id) if variant.name in BOTH}
+# Fast but wrong: one compiled step, traced once, that trains the first layer only. Its structure is right; its values
+# and its speed cell (outputs that differ are not timed) are not.
+FIRST_LAYER_ONLY = {
+    "    @tf.function(input_signature=signature)\n    def step(x, y):\n        return train_step(model, optimizer, x, y)\n":
+        "    first = model.layers[0].trainable_variables\n\n"
+        "    @tf.function(input_signature=signature)\n    def step(x, y):\n        with tf.GradientTape() as tape:\n"
+        "            loss = loss_fn(y, model(x, training=True))\n        gradients = tape.gradient(loss, first)\n"
+        "        optimizer.apply_gradients(zip(gradients, first))\n        return loss\n",
+}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()})
+    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()}
+                             | {"first_layer_only": with_solution(LESSON, "make_train_step_solution", FIRST_LAYER_ONLY)})
+
+
+def test_a_fast_but_wrong_step_keeps_the_structure_it_got_right_and_says_why_it_is_not_timed(graded):
+    result = graded["first_layer_only"]
+    got = scores(result)
+    assert got["train_step_traces_once"] > 0 and got["train_step_matches_eager"] == 0 and got["train_step_is_faster"] == 0, (
+        "\n".join(result.lines()))
+    (speed,) = [cell for cell in result.cells if cell.id == "train_step_is_faster"]
+    assert "outputs differ from the reference's on the same inputs: not timed" in speed.message, "\n".join(result.lines())
+    assert got["fast_step_is_faster"] > 0 and not result.review, "\n".join(result.lines())  # exercise B untouched
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
