@@ -37,7 +37,7 @@ from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
 
-__all__ = ["Comparison", "Rounds", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
+__all__ = ["Comparison", "RoundsMeasured", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,7 +396,7 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
 
 
 @dataclasses.dataclass
-class Rounds:
+class RoundsMeasured:
     """What `paired_rounds` measured: seconds per call of each side per round (only the rounds kept), the rounds
     dropped, the interval of the kept rounds' ratios, and the seconds it took."""
 
@@ -413,7 +413,7 @@ class Rounds:
 def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = 10, max_rounds: int = 200,
                   budget: float = 5.0, confidence: float = 0.95, tolerance: float = 0.05, seed: int = 0,
                   clock: Callable[[], float] | None = None, keep: Callable[[int], list[bool]] | None = None,
-                  min_span: float = 0.0) -> Rounds:
+                  min_span: float = 0.0) -> RoundsMeasured:
     """The one measuring loop of the course (the self-check's `compare` and the grader's timer both run it).
 
     ``pair(index)`` runs round ``index`` (both sides, the order alternating with the index) and returns each side's
@@ -446,7 +446,7 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
         if out_of_time or (clock() - began >= min_span and decided(ci, threshold, tolerance)):
             break
     chosen = kept or list(range(len(samples[0])))
-    return Rounds(([samples[0][i] for i in chosen], [samples[1][i] for i in chosen]), ci, len(samples[0]) - len(chosen),
+    return RoundsMeasured(([samples[0][i] for i in chosen], [samples[1][i] for i in chosen]), ci, len(samples[0]) - len(chosen),
                   clock() - began)
 
 

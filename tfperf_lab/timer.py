@@ -2,14 +2,16 @@
 
 `tfperf_lab.judge` connects the two sides of a check (the learner's kernel, the clean reference process) and hands both
 connections to `measure`, which runs ``python -I -m tfperf_lab.timer``. That process draws a fresh seed for every
-batch, asks both sides for the same batch in alternating order, times each from request to answer with its own clock,
-freezes the learner's sandbox while the baseline runs, and checks that the candidate's output digests match the
-reference's. It stops when the bootstrap interval of the paired ratios decides the threshold (`tfperf.timing`'s rule,
-the same as the learner's self-check) or the check's budget runs out. A process of its own, because a thread of the
-grading process would share the interpreter's lock with everything else that process does (another worker's nbgrader
-steps, a feedback page), and that wait would land on whichever batch it happened to hit.
+batch. The learner's kernel answers it first, each call's inputs drawn after the previous call's output moved the
+generator (`tfperf.link`); the reference then runs the baseline on the same inputs in the same order, the learner's
+sandbox frozen meanwhile, and every call's output digests must match. Each batch is timed from request to the last
+byte of its answer with this process's clock, under one deadline, and the check as a whole has a hard bound (its
+budget plus `GRACE`). A round in which either side waited for a CPU much longer than it usually does (`undisturbed`)
+is not used. The rounds run in `tfperf.timing.paired_rounds`, the learner's self-check's loop and decision rule. A
+process of its own, because a thread of the grading process would share the interpreter's lock with everything else
+that process does (another worker's nbgrader steps, a feedback page), and that wait would land on whichever batch it
+happened to hit.
 """
-
 from __future__ import annotations
 
 import dataclasses
