@@ -112,3 +112,13 @@ def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tmp_path_factor
     assert killed, "no worker was busy to kill"
     assert all(r.error is None and r.score == r.max_score for r in results.values()), [r.lines() for r in results.values()]
     assert any("again" in row["status"] for row in rows), rows
+
+
+def test_a_cluster_that_does_not_answer_is_a_clear_message_and_grades_nothing(tmp_path, capsys):
+    from tfperf_lab import cli
+
+    write_submission(tmp_path / "class", "ana", L01, L01.source_notebook())
+    code = cli.main(["--course", str(COURSE.root), "grade", str(tmp_path / "class"), "--work", str(tmp_path / "work"),
+                     "--cluster", "tcp://127.0.0.1:9"])
+    assert code == 2 and "no Dask scheduler answered at tcp://127.0.0.1:9" in capsys.readouterr().err
+    assert not (tmp_path / "work" / "grades.csv").exists()

@@ -73,9 +73,15 @@ def cmd_grade(args) -> int:
 
     course = _course(args)
     work = _work(args, course)
-    results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                          timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
-                          force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster)
+    from .cluster import ClusterUnavailable
+
+    try:
+        results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
+                              timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
+                              force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster)
+    except ClusterUnavailable as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
     for result in results:
         print("\n".join(result.lines()))
     if args.no_sandbox:

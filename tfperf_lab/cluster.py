@@ -34,14 +34,24 @@ def _deaths(dask_scheduler, key: str) -> int:
     return int(getattr(task, "suspicious", 0) or 0) if task is not None else 0
 
 
+class ClusterUnavailable(RuntimeError):
+    """The cluster cannot be used (no ``distributed``, or no scheduler answering): nothing was graded."""
+
+
 class DaskExecutor:
     """Jobs sent to a Dask cluster; `tfperf_lab.execute.executor` puts it in place for a grading run."""
 
     def __init__(self, address: str, *, timeout: float = 30.0):
-        from distributed import Client
-
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ClusterUnavailable("grading on a cluster needs the 'distributed' package: pip install -e '.[cluster]'") from None
         self.address = address
-        self.client = Client(address, timeout=timeout, set_as_default=False)
+        try:
+            self.client = Client(address, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as error:
+            raise ClusterUnavailable(f"no Dask scheduler answered at {address} within {timeout:g} s ({type(error).__name__}: "
+                                     f"{error}); nothing was graded") from None
 
     @property
     def slots(self) -> int:
