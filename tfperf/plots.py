@@ -102,7 +102,7 @@ def speedups(results: Sequence, *, ax=None, log: bool = True, threshold: float |
     ax.set_yticks(y, [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel(SPEEDUP_AXIS)
-    ax.set_title(f"{title}\n({SPEEDUP_CONVENTION})" if title else f"({SPEEDUP_CONVENTION})", fontsize="medium")
+    ax.set_title(f"{title}\n({SPEEDUP_CONVENTION})" if title else f"({SPEEDUP_CONVENTION})", fontsize="medium", wrap=True)
     from matplotlib.patches import Patch
 
     from matplotlib.ticker import FuncFormatter
