@@ -7,7 +7,6 @@ prints its findings as one JSON line: the test asserts on them.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import pickle
 import statistics

@@ -22,7 +22,6 @@ A candidate is accepted only while the runner reports the speed check's own test
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import shutil
@@ -262,18 +261,14 @@ class Judge:
         name = candidate.name
         reference = self._reference_side(name)
         if reference is None:
-            reason = "not measured: the grader's reference process did not reach this check (a course problem: tell your instructor)"
-            self.notes.append(f"speed check {name}: {reason}")
-            candidate.close({"passed": False, "reason": reason})
+            self._not_measured(name, "not measured: the grader's reference process did not reach this check (a course problem: "
+                                     "tell your instructor)", candidate)
             return
         options = Options.of(reference.hello.get("options") or {})
         if self.cannot_freeze and not options.own_baseline:
-            reason = (f"not measured: this grading machine cannot freeze the learner's sandbox while the reference runs "
-                      f"({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the grading machine, "
-                      f"not of the notebook: tell your instructor")
-            self.notes.append(f"speed check {name}: {reason}")
-            candidate.close({"passed": False, "reason": reason})
-            reference.close({"passed": False, "reason": reason})
+            self._not_measured(name, f"not measured: this grading machine cannot freeze the learner's sandbox while the reference "
+                                     f"runs ({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the "
+                                     f"grading machine, not of the notebook: tell your instructor", candidate, reference)
             return
         alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
         if alone:
@@ -285,10 +280,7 @@ class Judge:
         try:
             comparison = timer.measure(reference, candidate, options, self.group, cpus=self.cpus)
         except Failed as failure:
-            reason = str(failure)
-            self.notes.append(f"speed check {name}: {reason}")
-            candidate.close({"passed": False, "reason": reason})
-            reference.close({"passed": False, "reason": reason})
+            self._not_measured(name, str(failure), candidate, reference)
             return
         finally:
             self._thaw()
@@ -301,6 +293,12 @@ class Judge:
         verdict = {"passed": record.passed, "summary": comparison.summary()}
         candidate.close(verdict)
         reference.close(verdict)
+
+    def _not_measured(self, name: str, reason: str, *sides: Side) -> None:
+        """A check this judge gives no verdict on: the note the report shows, and the reason each waiting side hears."""
+        self.notes.append(f"speed check {name}: {reason}")
+        for side in sides:
+            side.close({"passed": False, "reason": reason})
 
     def _pause(self) -> None:
         """Stop this job entirely (its sandbox and its reference process) while another judge measures; its clock stops
