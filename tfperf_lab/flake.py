@@ -153,8 +153,11 @@ def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathli
     """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
     import datetime
 
+    from tfperf.link import PROTOCOL
+
+    # the link's protocol version: campaigns measured before protocol 2 (chained inputs, every call compared) say 1 or nothing
     summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "bursts": bursts, "workers": workers,
-               "runs": runs, "sandbox": sandbox, "rows": rows,
+               "runs": runs, "protocol": PROTOCOL, "sandbox": sandbox, "rows": rows,
                "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
