@@ -51,9 +51,9 @@ def test_count_calls_counts_and_restores_instance_and_class_attributes():
 
 def test_assert_speedup_passes_fails_and_records(tmp_path, monkeypatch, clock, capsys):
     monkeypatch.setenv("TFPERF_RECORD", str(tmp_path / "records.jsonl"))
-    tfperf.assert_speedup(clock.workload(5e-3), clock.workload(1e-3), at_least=2.0, name="good", clock=clock)
+    tfperf.assert_speedup(clock.workload(5e-3), clock.workload(1e-3), threshold=2.0, name="good", clock=clock)
     with pytest.raises(AssertionError, match=r"at least 2x faster.*measured 1.00x.*Hint: use the handle"):
-        tfperf.assert_speedup(clock.workload(1e-3), clock.workload(1e-3), at_least=2.0, name="bad", hint="use the handle", clock=clock)
+        tfperf.assert_speedup(clock.workload(1e-3), clock.workload(1e-3), threshold=2.0, name="bad", hint="use the handle", clock=clock)
     assert "5.00x (needs >= 2x: pass)" in capsys.readouterr().out
     names = [r.name for r in tfperf.report.load_records(tmp_path / "records.jsonl")]
     assert names == ["good", "bad"]
@@ -75,4 +75,4 @@ def test_assert_speedup_refuses_to_measure_with_a_replaced_clock(monkeypatch, cl
     ticks = itertools.count()
     monkeypatch.setattr(time, "time", lambda: next(ticks))
     with pytest.raises(AssertionError, match=r"replaced part of the timing harness \(time.time\)"):
-        tfperf.assert_speedup(clock.workload(5e-3), clock.workload(1e-3), at_least=2.0, clock=clock)
+        tfperf.assert_speedup(clock.workload(5e-3), clock.workload(1e-3), threshold=2.0, clock=clock)

@@ -13,7 +13,7 @@ SPEED_CHECKS = [(lesson.id, cell) for lesson in COURSE.lessons for cell in lesso
 
 def _threshold(lesson_id: str, cell_id: str) -> float:
     (cell,) = [c for c in notebook.read(COURSE.lesson(lesson_id).source)["cells"] if c.get("id") == cell_id]
-    (value,) = re.findall(r"at_least=([0-9.]+)", "".join(cell["source"]))
+    (value,) = re.findall(r"threshold=([0-9.]+)", "".join(cell["source"]))
     return float(value)
 
 

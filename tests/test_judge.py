@@ -22,7 +22,7 @@ from tfperf_lab import judge, notebook, sandbox, timer
 
 FIXTURE = "import time\nimport numpy as np\nimport tfperf\n"
 TEST = ('def slow(v):\n    time.sleep(0.002)\n    return v * 2\n\n\n'
-        'tfperf.assert_speedup(slow, None, draw=lambda rng: rng.random(4), at_least=2.0, name="tiny", min_rounds=4, budget=3.0)\n')
+        'tfperf.assert_speedup(slow, None, draw=lambda rng: rng.random(4), threshold=2.0, name="tiny", min_rounds=4, budget=3.0)\n')
 
 
 def _nb() -> dict:

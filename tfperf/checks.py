@@ -141,19 +141,21 @@ def harness_problems() -> list[str]:
     return problems
 
 
-def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, labels: tuple[str, str] = ("baseline", "your version"),
+def assert_speedup(baseline: Callable, candidate: Callable, *, threshold: float, labels: tuple[str, str] = ("baseline", "your version"),
                    draw: Callable[[np.random.Generator], Any] | None = None, inputs: Sequence | Callable[[int], Any] | None = None,
                    observe: Callable[[Any], Any] | None = None, rtol: float = 1e-4, atol: float = 1e-6, name: str | None = None,
                    hint: str = "", **options) -> None:
-    """Check that ``candidate`` is at least ``at_least`` times faster than ``baseline``.
+    """Check that ``candidate`` is at least ``threshold`` times faster than ``baseline``.
 
     While you work, this measures here with `tfperf.timing.compare` (paired, interleaved, after warm-up) and passes
-    when the confidence interval's lower bound clears ``at_least``. When the notebook is graded, the grader measures
+    when the confidence interval's lower bound clears ``threshold``. When the notebook is graded, the grader measures
     instead (`tfperf.link`): your kernel serves ``candidate``, a clean process running the instructor's code serves
     ``baseline``, the grader times both with its own clock on inputs it draws, checks that your outputs match the
     clean process's, and decides; this call prints the grader's numbers and fails when the grader's verdict does.
 
     Args:
+        threshold: The speedup to clear: the interval's lower bound must reach it (the same name in the grader's
+            options, the `Comparison` and the `Record`).
         draw: ``draw(rng) -> arguments`` of one call, from a ``numpy.random.Generator``: every timed call gets new
             arguments, so no answer can serve a remembered result. Graded checks use it.
         inputs: Argument tuples cycled through, or a function of the call index (self-checks only).
@@ -168,7 +170,7 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
     """
     name = name or labels[1]
     if link.graded():
-        _graded_speedup(baseline, candidate, at_least=at_least, labels=labels, draw=draw, inputs=inputs, observe=observe, rtol=rtol,
+        _graded_speedup(baseline, candidate, threshold=threshold, labels=labels, draw=draw, inputs=inputs, observe=observe, rtol=rtol,
                         atol=atol, name=name, hint=hint, **options)
         return
     tampered = harness_problems()
@@ -179,30 +181,29 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, at_least: float, 
         fresh = np.random.default_rng()
         inputs = lambda index: draw(fresh)  # noqa: E731
     options.pop("own_baseline", None)  # a grading setting: the self-check always times both functions given here
-    result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=at_least, **options)
+    result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=threshold, **options)
     print(result.summary())
     report.record(name, result)
     low, high = result.ci
-    selfcheck.note(f"measured {result.speedup:.2f}x (CI {low:.2f}-{high:.2f}x), needs at least {at_least:g}x")
+    selfcheck.note(f"measured {result.speedup:.2f}x (CI {low:.2f}-{high:.2f}x), needs at least {threshold:g}x")
     if not result.passed:
         raise AssertionError(
-            f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
+            f"{labels[1]} should be at least {threshold:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
             f"({result.confidence:.0%} CI {low:.2f}-{high:.2f}x over {result.rounds} rounds).{_hint(hint)}"
         )
 
 
-def _graded_speedup(baseline, candidate, *, at_least, labels, draw, inputs, observe, rtol, atol, name, hint, **options) -> None:
+def _graded_speedup(baseline, candidate, *, threshold, labels, draw, inputs, observe, rtol, atol, name, hint, **options) -> None:
     """`assert_speedup` while a grader runs the notebook: serve this process's side and report the grader's verdict."""
     if draw is None and inputs is not None:
         raise AssertionError(f"speed check {name!r} gives fixed inputs, which a graded check cannot use: it needs draw=")
     learner = os.environ.get(link.ROLE_VARIABLE, "candidate") == "candidate"
-    settings = {"at_least": at_least, "labels": list(labels), "rtol": rtol, "atol": atol}
-    settings.update({key: value for key, value in options.items() if isinstance(value, (int, float, str, bool))})
+    settings = timing.CheckOptions.of(options | {"threshold": threshold, "labels": labels, "rtol": rtol, "atol": atol}).to_dict()
     verdict = link.serve(name, candidate if learner else baseline, draw=draw, observe=observe, options=settings,
                          baseline=baseline if learner else None)
     if verdict.get("summary"):
         print(f"measured by the grader: {verdict['summary']}")
     selfcheck.note(verdict.get("summary") or verdict.get("reason") or "")
     if not verdict.get("passed"):
-        reason = verdict.get("reason") or f"{labels[1]} should be at least {at_least:g}x faster than {labels[0]}"
+        reason = verdict.get("reason") or f"{labels[1]} should be at least {threshold:g}x faster than {labels[0]}"
         raise AssertionError(f"speed check {name} (measured by the grader): {reason}.{_hint(hint)}")

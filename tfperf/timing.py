@@ -37,7 +37,7 @@ from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
 
-__all__ = ["Comparison", "RoundsMeasured", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
+__all__ = ["CheckOptions", "Comparison", "RoundsMeasured", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,6 +393,37 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
     number = _calibrate(call, clock, sample_time, number)
     samples = tuple(_run(call, number, clock) for _ in range(repeats))
     return TimingResult(label or getattr(fn, "__name__", "function"), samples, number, warm, metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckOptions:
+    """A speed check's settings, one type from the test cell to the verdict: `tfperf.assert_speedup` takes them as
+    keywords, the grader reads them from the clean process's copy of the cell (`to_dict`, then `of`), and the
+    `Comparison` and its `Record` keep ``threshold`` under the same name."""
+
+    threshold: float
+    labels: tuple[str, str] = ("baseline", "candidate")
+    rtol: float = 1e-4
+    atol: float = 1e-6
+    warmup: int = 3
+    min_rounds: int = 10
+    max_rounds: int = 200
+    budget: float = 5.0
+    sample_time: float = 0.02
+    confidence: float = 0.95
+    own_baseline: bool = False  # graded: the learner's kernel serves the baseline too (their code against itself)
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> "CheckOptions":
+        """The options named in ``data``; other keys are ignored (a newer cell's extras), missing ones take defaults."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        if "labels" in values:
+            values["labels"] = tuple(values["labels"])[:2]
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"labels": list(self.labels)}
 
 
 @dataclasses.dataclass

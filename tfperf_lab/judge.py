@@ -36,9 +36,9 @@ import time
 from tfperf.report import Record
 
 from . import notebook, timer
-from tfperf import link
+from tfperf import link, timing
 
-from .timer import Failed, Options, Side
+from .timer import Failed, Side
 
 HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
@@ -264,7 +264,7 @@ class Judge:
             self._not_measured(name, "not measured: the grader's reference process did not reach this check (a course problem: "
                                      "tell your instructor)", candidate)
             return
-        options = Options.of(reference.hello.get("options") or {})
+        options = timing.CheckOptions.of(reference.hello.get("options") or {})
         if self.cannot_freeze and not options.own_baseline:
             self._not_measured(name, f"not measured: this grading machine cannot freeze the learner's sandbox while the reference "
                                      f"runs ({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the "

@@ -14,7 +14,6 @@ happened to hit.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -190,31 +189,6 @@ def matches(a: list, b: list, rtol: float, atol: float) -> bool:
     return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
 
 
-@dataclasses.dataclass
-class Options:
-    """A check's settings, from the instructor's test cell as the reference process runs it."""
-
-    at_least: float
-    labels: tuple[str, str] = ("baseline", "candidate")
-    rtol: float = 1e-4
-    atol: float = 1e-6
-    warmup: int = 3
-    min_rounds: int = 10
-    max_rounds: int = 200
-    budget: float = 5.0
-    sample_time: float = MIN_SAMPLE
-    confidence: float = 0.95
-    own_baseline: bool = False  # the learner's kernel serves the baseline too (a check of their code against itself)
-
-    @classmethod
-    def of(cls, data: dict) -> "Options":
-        known = {field.name for field in dataclasses.fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
-        if "labels" in values:
-            values["labels"] = tuple(values["labels"])[:2]
-        return cls(**values)
-
-
 def batch_calls(fast: float, slow: float, sample_time: float = MIN_SAMPLE) -> int:
     """Calls per batch, from one call's seconds on each side: the slower side runs about ``sample_time`` (20 ms), as
     each side's sample does in the learner's self-check, unless the faster side would then run under MIN_FAST; never
@@ -228,7 +202,7 @@ class Rounds:
     """Paired, interleaved batches of both sides on seeds this process draws, timed by its clock, the learner's sandbox
     frozen (``group``) while the baseline runs."""
 
-    def __init__(self, reference: Side, candidate: Side, options: Options, group):
+    def __init__(self, reference: Side, candidate: Side, options: timing.CheckOptions, group):
         self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
         self.deadline = time.monotonic() + options.budget + GRACE  # the check's hard bound, from its first request
 
@@ -317,7 +291,7 @@ class Rounds:
             waits.append(waited)
             return b / calls, c / calls
 
-        rounds = timing.paired_rounds(pair, threshold=options.at_least, min_rounds=options.min_rounds, max_rounds=options.max_rounds,
+        rounds = timing.paired_rounds(pair, threshold=options.threshold, min_rounds=options.min_rounds, max_rounds=options.max_rounds,
                                       budget=max(0.0, options.budget - (time.perf_counter() - began)), confidence=options.confidence,
                                       clock=time.perf_counter, keep=lambda count: undisturbed(waits[:count]), min_span=MIN_SPAN)
         return {"samples": rounds.samples, "warm": warm, "calls": calls, "ci": rounds.ci, "elapsed": time.perf_counter() - began,
@@ -328,7 +302,7 @@ def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
 
 
-def measure(reference: Side, candidate: Side, options: Options, group, cpus: tuple[int, ...] | None = None) -> timing.Comparison:
+def measure(reference: Side, candidate: Side, options: timing.CheckOptions, group, cpus: tuple[int, ...] | None = None) -> timing.Comparison:
     """Run the paired rounds in a process of its own (`main`) on the two connections, ``group`` the learner's sandbox
     to freeze while the baseline runs (or None); build the `Comparison` from what that process measured. Raises
     `Failed` when a side misbehaved or the timer could not measure."""
@@ -352,7 +326,7 @@ def measure(reference: Side, candidate: Side, options: Options, group, cpus: tup
     results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
                     for side in (0, 1))
     return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
-                             options.at_least, 0.05, result["elapsed"], tf_env.fingerprint())
+                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint())
 
 
 def main() -> None:
