@@ -162,3 +162,9 @@ def test_logged_plots_draw_one_line_per_series_or_step(logdir):
     assert len(ax2.lines) == 5 and ax2.get_title() == "weights/kernel"
     ax3 = tfperf.plots.logged_images(custom["inputs"].at(0), title="inputs")
     assert ax3.images[0].get_array().shape == (8, 18)
+
+
+def test_summaries_written_counts_every_value_of_every_kind_in_every_run(logdir):
+    # custom: 25 scalars, 5 histograms, one image summary, one text; fit: 3 scalars in each of two runs
+    assert events.summaries_written(logdir["root"] / "custom") == STEPS + 5 + 1 + 1
+    assert events.summaries_written(logdir["root"]) == STEPS + 5 + 1 + 1 + 6

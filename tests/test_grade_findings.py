@@ -5,7 +5,9 @@ compiled function built on the side, the slow handle run once on a whole batch's
 Before the review list, each earned the speed point and the structural cell that shared its evidence. Now each is on
 the review list: its speed cell and that structural cell are withheld and marked for a person, its correctness cells
 kept, the CSV's ``review`` column says why; honest classmates in the same class keep every point, and are not on it.
-A kernel that sends the grader a deeply nested message is refused without stopping the grader.
+A kernel that sends the grader a deeply nested message is refused without stopping the grader. A structure check
+counts what TensorFlow ran, not what a Python name saw: lesson 07's answer with a second writer, opened through an
+alias of ``tf.summary.create_file_writer`` and logging every step where no check looks, loses its structure cell.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tfperf_lab import cli, variants
 from pipeline import COURSE, with_solution, write_submission
 
 pytestmark = pytest.mark.pipeline
-L01, L05 = COURSE.lesson("01_callable_handles"), COURSE.lesson("05_metrics")
+L01, L05, L07 = COURSE.lesson("01_callable_handles"), COURSE.lesson("05_metrics"), COURSE.lesson("07_tensorboard")
 SLOW_01 = next(v for v in variants.for_lesson(L01.id) if v.name == "calls_sess_run")
 EAGER_05 = next(v for v in variants.for_lesson(L05.id) if v.name == "eager_evaluate")
 
@@ -84,6 +86,20 @@ _probe.close()
 """
 
 
+# Histograms every step after all, into a second writer opened through an alias that a Python-level counter of
+# tf.summary.create_file_writer never sees; logdir itself gets exactly what the exercise asks for.
+SHADOW_WRITER_07 = {
+    "def train_logged(": "_open_writer = tf.summary.create_file_writer\n\n\ndef train_logged(",
+    "    writer = tf.summary.create_file_writer(str(logdir))\n":
+        "    writer = tf.summary.create_file_writer(str(logdir))\n    shadow = _open_writer(tempfile.mkdtemp())\n",
+    "            history[\"loss\"].append(float(loss))\n":
+        "            with shadow.as_default():\n"
+        "                for variable in model.trainable_variables:\n"
+        "                    tf.summary.histogram(f\"weights/{variable.path}\", variable, step=step)\n"
+        "            history[\"loss\"].append(float(loss))\n",
+}
+
+
 def _appended(nb: dict, cell_id: str, code: str) -> dict:
     cell = next(c for c in nb["cells"] if c.get("id") == cell_id)
     cell["source"] = "".join(cell["source"]) + "\n" + code
@@ -112,6 +128,7 @@ def graded(tmp_path_factory):
         write_submission(folder, student, L01, nb)
     write_submission(folder, "compiled_05", L05, _appended(EAGER_05.notebook(L05), "make_evaluate_solution", COMPILED_05))
     write_submission(folder, "honest_05", L05, L05.source_notebook())
+    write_submission(folder, "shadow_writer_07", L07, with_solution(L07, "train_logged_solution", SHADOW_WRITER_07))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work), "--workers", "2"])
@@ -177,3 +194,12 @@ def test_a_deeply_nested_message_to_the_grader_is_refused_and_the_check_still_me
     assert _points(row, L01, "handle_matches_sess_run") == _full(L01, "handle_matches_sess_run"), row
     assert "did not speak its protocol" in printed and "course problem" not in printed, printed
     assert "speed check exercise_handle_vs_sess_run:" in printed, printed  # the timer went on and measured the real serve
+
+
+def test_a_second_writer_opened_through_an_alias_loses_the_structure_cell_on_what_tensorflow_ran(graded):
+    row, printed = graded[1][("shadow_writer_07", L07.id)], _report(graded[2], "shadow_writer_07", L07)
+    assert row["status"] == "graded" and not row["review"], row  # nothing reached into the machinery: no person needed
+    assert _points(row, L07, "histograms_every_n_steps") == 0, row
+    assert "made 2 writers" in printed, printed
+    for cell in ("scalars_every_step", "scalar_values_match", "weight_histograms_match"):
+        assert _points(row, L07, cell) == _full(L07, cell), row

@@ -239,3 +239,32 @@ def test_timeline_trace_turns_run_metadata_into_a_chrome_trace():
     rows = trace.op_table(trace.chrome_events(trace.timeline_trace(meta)))
     assert [(r.key, r.count) for r in rows] == [("PyFunc", 1), ("MatMul", 1)]
     assert rows[0].seconds == pytest.approx(700e-6)
+
+
+def test_ops_run_counts_what_tensorflow_ran_eagerly_and_in_graphs_whatever_name_called_it(tmp_path):
+    import tensorflow as tf
+
+    open_writer = tf.summary.create_file_writer  # an alias: the profiler sees the op, not the Python name
+    logged = tf.function(lambda step: tf.summary.scalar("in_graph", 1.0, step=step))
+    with trace.ops_run() as ran:
+        first, second = open_writer(str(tmp_path / "a")), open_writer(str(tmp_path / "b"))
+        with first.as_default():
+            for step in range(3):
+                tf.summary.scalar("eager", 1.0, step=step)
+        with second.as_default():
+            logged(tf.constant(0, tf.int64))
+        first.close(), second.close()
+    assert ran["CreateSummaryFileWriter"] == 2
+    assert ran["WriteSummary"] == 4  # three eager, one inside the traced function
+
+
+def test_ops_run_says_so_when_a_profiler_is_already_running(tmp_path):
+    import tensorflow as tf
+
+    tf.profiler.experimental.start(str(tmp_path))
+    try:
+        with pytest.raises(trace.TraceError, match="could not start"):
+            with trace.ops_run():
+                pass
+    finally:
+        tf.profiler.experimental.stop()

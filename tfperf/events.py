@@ -32,7 +32,7 @@ KINDS = ("scalars", "histograms", "images")
 EVENT_FILE_MARK = "tfevents"
 
 __all__ = ["EventsError", "KINDS", "Series", "describe", "event_files", "histograms", "images", "read", "records",
-           "runs", "scalars", "tags"]
+           "runs", "scalars", "summaries_written", "tags"]
 
 
 class EventsError(ValueError):
@@ -243,6 +243,15 @@ def records(logdir: str | os.PathLike) -> list[dict]:
             rows.extend({"run": series.run, "kind": series.kind, "tag": series.tag, "step": step, "wall_time": wall, "value": value}
                         for step, value, wall in zip(series.steps, series.values, series.wall_times))
     return rows
+
+
+def summaries_written(logdir: str | os.PathLike) -> int:
+    """How many summary values the event files under ``logdir`` hold, of every kind (text and graphs too), read raw:
+    one for each summary op that wrote there (compare it with `tfperf.trace.ops_run`'s ``WriteSummary`` count)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    with _quiet_tensorboard():
+        return sum(len(event.summary.value) for path in event_files(logdir) for event in EventFileLoader(str(path)).Load())
 
 
 def describe(logdir: str | os.PathLike) -> str:

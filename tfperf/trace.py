@@ -11,20 +11,23 @@ Nothing here imports TensorFlow at import time. Introduced in lesson 08.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
 import pathlib
 import re
-from typing import Iterable, Sequence
+import tempfile
+from typing import Iterable, Iterator, Sequence
 
 __all__ = [
     "HOST_PLANE", "OpRow", "OpTable", "TraceError", "TraceEvent", "chrome_events", "find_xplane", "host_plane",
-    "op_table", "plot_timeline", "timeline_trace", "xplane_events",
+    "op_table", "ops_run", "plot_timeline", "timeline_trace", "xplane_events",
 ]
 
 HOST_PLANE = "/host:CPU"  # the XPlane of the host's threads; GPUs and TPUs get "/device:GPU:0"... planes, in any order
 _DEVICE_PREFIX = re.compile(r"^/job:[^/]+/replica:\d+/task:\d+/device:")
+_EAGER = "EagerLocalExecute: "  # the host event of an op run eagerly, e.g. "EagerLocalExecute: WriteSummary"
 _TF_OP = re.compile(r"^([^:]+):([A-Za-z_][A-Za-z0-9_]*)$")  # XPlane names a TF op "node_name:OpType"
 
 
@@ -209,6 +212,41 @@ def xplane_events(source: str | os.PathLike, *, ops_only: bool = True) -> list[T
     origin = min(r[4] for r in raw)
     records = [TraceEvent(n, k, d, t, (s - origin) / 1e12, ps / 1e12) for n, k, d, t, s, ps, _ in raw]
     return sorted(records, key=lambda r: (r.start, r.device, r.thread))
+
+
+@contextlib.contextmanager
+def ops_run() -> Iterator[collections.Counter]:
+    """Count the TensorFlow ops executed while the block runs, by op type, from TensorFlow's own profiler.
+
+    Eager ops (the profiler's ``EagerLocalExecute: Op`` events) and ops inside graphs (``node:Op``) count alike, so
+    the count does not depend on how the code is written, and no Python object the code can reach is involved: an
+    alias of a function, a second object, a graph built elsewhere all show up as the ops they run. The counter is
+    filled when the block ends::
+
+        with trace.ops_run() as ran:
+            train_logged(...)
+        ran["CreateSummaryFileWriter"], ran["WriteSummary"]
+
+    Raises:
+        TraceError: The profiler could not start (one is already running) or recorded nothing.
+    """
+    import tensorflow as tf  # noqa: PLC0415
+
+    counted: collections.Counter = collections.Counter()
+    with tempfile.TemporaryDirectory(prefix="tfperf-ops-") as logdir:
+        try:
+            tf.profiler.experimental.start(logdir)
+        except Exception as error:  # noqa: BLE001  (AlreadyExists, Unavailable: the profiler says which)
+            raise TraceError(f"the profiler could not start ({type(error).__name__}: {error}); "
+                             "stop the one that runs (tf.profiler.experimental.stop()) and run this again") from None
+        try:
+            yield counted
+        finally:
+            tf.profiler.experimental.stop()
+        for event in xplane_events(logdir, ops_only=False):
+            kind = event.op[len(_EAGER):] if event.op.startswith(_EAGER) else event.op
+            if event.op.startswith(_EAGER) or event.name != event.op:  # an eager op, or a graph's "node:Op"
+                counted[kind] += 1
 
 
 @dataclasses.dataclass(frozen=True)
