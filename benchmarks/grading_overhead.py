@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 
-from tfperf_lab import batch, readme
+from tfperf_lab.grading import batch
+from tfperf_lab.publish import readme
 from tfperf_lab.course import Course
 
 BIN = pathlib.Path(sys.executable).parent

@@ -17,7 +17,7 @@ import tempfile
 
 import nbformat
 
-from tfperf_lab import sandbox
+from tfperf_lab.isolation import sandbox
 
 
 def main(argv: list[str] | None = None) -> int:

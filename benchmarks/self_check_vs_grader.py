@@ -6,7 +6,7 @@ A benchmark, not a test. For each lesson, its reference solution runs ROUNDS tim
 * **self-check**: the notebook executed as a learner runs it (``jupyter nbconvert --execute``, the graded workload),
   where `tfperf.assert_speedup` times both sides in the kernel; its records are read from ``TFPERF_RECORD``;
 * **grader**: ``tfperf-lab check`` of the same notebook, where the grader times the learner's kernel against a clean
-  reference process (`tfperf_lab.judge`); its measurements come from the `SubmissionResult`.
+  reference process (`tfperf_lab.speed.judge`); its measurements come from the `SubmissionResult`.
 
 It prints one row per graded speed check (medians of each way, their ratio, how often each passed) and writes
 ``docs/benchmarks/self-check-vs-grader.json`` (``--out`` to change).
@@ -28,9 +28,9 @@ import sys
 import tempfile
 
 from tfperf import report
-from tfperf_lab import batch
+from tfperf_lab.grading import batch
 from tfperf_lab.course import Course
-from tfperf_lab.judge import TECHNIQUE
+from tfperf_lab.speed import TECHNIQUE
 
 BIN = pathlib.Path(sys.executable).parent
 

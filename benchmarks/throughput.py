@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from tfperf_lab import batch
+from tfperf_lab.grading import batch
 from tfperf_lab.course import Course, WorkFolder
 
 BIN = pathlib.Path(sys.executable).parent

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 
-from tfperf_lab import sandbox
+from tfperf_lab.isolation import sandbox
 
 # A job that no SIGSTOP scan of /proc can stop: three processes in a chain (each forks the next, then spins) and a
 # walker that forks a child and exits, over and over, so its PID keeps changing.
@@ -60,7 +60,7 @@ def freeze_scenario(group: sandbox._Cgroup, seconds: float = 1.0) -> dict:
     """Run WORKLOAD in ``group`` (joined through the sandbox's launcher), then: how its processes move before a freeze,
     while frozen, and after the thaw; what the freezer file says; how long freezing took (ms, several freezes)."""
     freezer_group = next((folder for folder in group.folders if (folder / "freezer.state").exists()), group.folders[0])
-    launcher = [sys.executable, "-m", "tfperf_lab.sandbox"]
+    launcher = [sys.executable, "-m", "tfperf_lab.isolation.sandbox"]
     for path in group.procs:
         launcher += ["--procs", path]
     job = subprocess.Popen(launcher + ["--", sys.executable, "-c", WORKLOAD])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfperf_lab import variants
+from tfperf_lab.course import variants
 from pipeline import COURSE
 
 LESSON = COURSE.lesson("01_callable_handles")

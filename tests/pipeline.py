@@ -4,9 +4,9 @@ import json
 import pathlib
 import shutil
 
-from tfperf_lab import batch, notebook, variants
-from tfperf_lab.course import Course, Lesson, WorkFolder
-from tfperf_lab.results import SubmissionResult
+from tfperf_lab.grading import batch
+from tfperf_lab.course import Course, Lesson, notebook, variants, WorkFolder
+from tfperf_lab.grading.results import SubmissionResult
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COURSE = Course.find(ROOT)

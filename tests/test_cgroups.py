@@ -1,4 +1,4 @@
-"""The job's cgroup (`tfperf_lab.sandbox._Cgroup`) on real kernels: freezing that holds against a fork chain, awaited
+"""The job's cgroup (`tfperf_lab.isolation.sandbox._Cgroup`) on real kernels: freezing that holds against a fork chain, awaited
 on v1 and v2, a freeze that cannot complete raising, and limits that do not hold said so (with the RLIMIT_AS stand-in).
 
 cgroup v2 runs here even on a v1 machine: as root, in a private mount namespace (``unshare -m``), a cgroup2 file system
@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from tfperf_lab import sandbox
+from tfperf_lab.isolation import sandbox
 
 import cgroup_scenarios
 

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from tfperf_lab import batch, variants
-from tfperf_lab.course import WorkFolder
+from tfperf_lab.grading import batch
+from tfperf_lab.course import variants, WorkFolder
 from pipeline import COURSE, write_submission
 
 distributed = pytest.importorskip("distributed")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tfperf_lab import readme
+from tfperf_lab.publish import readme
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from tfperf_lab import exchange, notebook
-from tfperf_lab.course import WorkFolder
+from tfperf_lab.grading import exchange
+from tfperf_lab.course import notebook, WorkFolder
 from pipeline import COURSE, hidden_lines, leaks
 
 pytestmark = pytest.mark.pipeline

@@ -5,7 +5,10 @@ import re
 
 import pytest
 
-from tfperf_lab import batch, flake, notebook, readme, variants
+from tfperf_lab.grading import batch, flake
+from tfperf_lab.course import notebook
+from tfperf_lab.publish import campaigns, readme
+from tfperf_lab.course import variants
 from pipeline import COURSE
 
 SPEED_CHECKS = [(lesson.id, cell) for lesson in COURSE.lessons for cell in lesson.speed_checks()]
@@ -17,7 +20,7 @@ def _threshold(lesson_id: str, cell_id: str) -> float:
     return float(value)
 
 
-BUSY = [(c["file"], r) for c in flake.load_campaigns(readme.flake_folder(COURSE)) if c["hogs"] >= 1 for r in c["rows"]]
+BUSY = [(c["file"], r) for c in campaigns.load_campaigns(readme.flake_folder(COURSE)) if c["hogs"] >= 1 for r in c["rows"]]
 
 
 def test_docs_flake_block_is_generated_from_the_committed_campaigns():
@@ -41,7 +44,7 @@ def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
         assert rows and all(r["runs"] >= 20 and r["passed"] == 0 for r in rows), (variant.name, cell_id, rows)
 
 
-GRADER_BUSY = [c for c in flake.load_campaigns(readme.flake_folder(COURSE))
+GRADER_BUSY = [c for c in campaigns.load_campaigns(readme.flake_folder(COURSE))
                if c.get("verdicts") == "grader" and (c["hogs"] >= 1 or c.get("bursts"))]
 BURSTY_LESSONS = ("01_callable_handles", "02_graph_growth", "05_metrics", "06_gradient_tape", "09_nan_checks")  # graded beside bursts
 
@@ -105,8 +108,8 @@ def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_s
     workers = batch.DEFAULT_WORKERS
     if workers == 1:
         pytest.skip("one grading at a time on this machine: the one-worker campaigns above cover it")
-    campaigns = sorted(flake.load_campaigns(readme.flake_folder(COURSE)), key=lambda c: (c.get("date", ""), c["file"]))
-    covered = {(r["lesson"], r["cell"]): r for c in campaigns if c["workers"] == workers and c["hogs"] == 0  # the latest per check
+    found = sorted(campaigns.load_campaigns(readme.flake_folder(COURSE)), key=lambda c: (c.get("date", ""), c["file"]))
+    covered = {(r["lesson"], r["cell"]): r for c in found if c["workers"] == workers and c["hogs"] == 0  # the latest per check
                for r in c["rows"] if r["answer"] == "reference"}
     assert sorted(covered) == sorted(SPEED_CHECKS), f"measure it: tfperf-lab flake --runs 20 --workers {workers} --out docs/flake/workers-{workers}.json"
     assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for r in covered.values()), covered
@@ -115,7 +118,7 @@ def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_s
 
 def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
     # a forged record and no check served: the judged grading measured nothing and gave no points; the row is the grader's
-    from tfperf_lab.results import CellResult, SubmissionResult
+    from tfperf_lab.grading.results import CellResult, SubmissionResult
 
     cell = CellResult("handle_is_faster", 0, 2, "auto", "failed")
     judged = SubmissionResult("s", "01_callable_handles", cells=[cell], judged=True)

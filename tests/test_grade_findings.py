@@ -18,7 +18,8 @@ import io
 
 import pytest
 
-from tfperf_lab import cli, variants
+from tfperf_lab import cli
+from tfperf_lab.course import variants
 from pipeline import COURSE, with_solution, write_submission
 
 pytestmark = pytest.mark.pipeline

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tfperf_lab import lint, notebook, stamp
+from tfperf_lab.course import lint, notebook, stamp
 from pipeline import COURSE
 
 WHERE = stamp.location(COURSE)

@@ -16,7 +16,7 @@ import time
 import pytest
 from nbgrader.api import Gradebook
 
-from tfperf_lab import batch as grader
+from tfperf_lab.grading import batch as grader
 from tfperf_lab.course import WorkFolder
 from hostile import CASES, LESSON
 from pipeline import COURSE, scores

@@ -61,7 +61,7 @@ def test_the_readme_main_command_records_every_lesson_from_a_fresh_clone(clone):
 
 
 def test_the_main_job_fails_loudly_when_a_lesson_records_nothing(tmp_path, monkeypatch):
-    from tfperf_lab import report
+    from tfperf_lab.publish import report
 
     monkeypatch.setattr(report, "execute", lambda lesson, records, **kw: [])  # ran, wrote no records
     monkeypatch.setattr(report.tfperf.plots, "speedups", lambda *a, **k: None)

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from tfperf_lab import batch, timer
+from tfperf_lab.grading import batch
+from tfperf_lab.speed import timer
 from tfperf_lab.course import WorkFolder
 from pipeline import COURSE, with_solution, write_submission
 

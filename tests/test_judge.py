@@ -1,4 +1,4 @@
-"""The grader's side of a speed check (`tfperf_lab.judge`), on a tiny notebook with no TensorFlow: a few seconds.
+"""The grader's side of a speed check (`tfperf_lab.speed.judge`), on a tiny notebook with no TensorFlow: a few seconds.
 
 A real reference process runs the tiny instructor source; the "learner's kernel" is a thread of this test serving a
 function through `tfperf.link`, as `assert_speedup` does in a graded kernel. What the judge must do: time both sides
@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 
 from tfperf import link
-from tfperf_lab import judge, notebook, sandbox, timer
+from tfperf_lab.speed import judge
+from tfperf_lab.course import notebook
+from tfperf_lab.isolation import sandbox
+from tfperf_lab.speed import timer
 
 FIXTURE = "import time\nimport numpy as np\nimport tfperf\n"
 TEST = ('def slow(v):\n    time.sleep(0.002)\n    return v * 2\n\n\n'

@@ -6,7 +6,7 @@ correctness points and lose the structure and speed points.
 
 import pytest
 
-from tfperf_lab import variants
+from tfperf_lab.course import variants
 from pipeline import COURSE, assert_keeps_and_loses, grade_submissions
 
 pytestmark = pytest.mark.pipeline

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from tfperf_lab import variants
+from tfperf_lab.course import variants
 from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores, with_solution
 
 pytestmark = pytest.mark.pipeline

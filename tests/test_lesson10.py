@@ -1,6 +1,6 @@
 """Lesson 10 (capstone) against answers that are correct but not optimized, or optimized differently, graded once.
 
-One submission carries both of the lesson's variants (`tfperf_lab.variants`), which sit in different
+One submission carries both of the lesson's variants (`tfperf_lab.course.variants`), which sit in different
 exercises: a train step left eager (no `tf.function`) and a "pipeline" that is a Python list of batches.
 It must keep every correctness point (examples, the step's math, metric resets, logs, test accuracy) and
 lose the structure points of both exercises and the speed point. Beside it, in the same grading run:
@@ -14,7 +14,7 @@ lose the structure points of both exercises and the speed point. Beside it, in t
 
 import pytest
 
-from tfperf_lab import variants
+from tfperf_lab.course import variants
 from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores, with_changes, with_solution
 
 pytestmark = pytest.mark.pipeline

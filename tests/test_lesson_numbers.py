@@ -107,7 +107,7 @@ def test_recorded_ranges_belong_to_a_profile_and_describe_says_which(tmp_path, m
 
 
 def test_the_packaged_ranges_are_built_from_the_kept_runs():
-    from tfperf_lab import ranges
+    from tfperf_lab.publish import ranges
     from tfperf_lab.course import Course
 
     course = Course.find(ROOT)

@@ -6,7 +6,7 @@ import re
 import subprocess
 import tomllib
 
-from tfperf_lab import readme
+from tfperf_lab.publish import readme
 from pipeline import COURSE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

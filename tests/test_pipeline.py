@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from tfperf_lab import batch, lint, notebook
-from tfperf_lab.course import WorkFolder
+from tfperf_lab.grading import batch
+from tfperf_lab.course import lint, notebook, WorkFolder
 from pipeline import COURSE, hidden_lines, leaks, write_submission
 
 pytestmark = pytest.mark.pipeline

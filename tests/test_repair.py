@@ -7,7 +7,8 @@ A Colab download can lose both; cells are then matched by content. These tests r
 import nbformat
 import pytest
 
-from tfperf_lab import notebook as nb_file, review, stage
+from tfperf_lab.course import notebook as nb_file
+from tfperf_lab.grading import review, stage
 from pipeline import COURSE
 from hostile import _strip_metadata
 

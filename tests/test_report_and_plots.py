@@ -110,7 +110,7 @@ def test_public_surface_is_the_documented_one():
 
 def test_report_says_whether_each_lesson_kept_to_its_stated_run_time():
     from pipeline import COURSE
-    from tfperf_lab import report
+    from tfperf_lab.publish import report
 
     lesson = COURSE.lessons[0]
     limit = report.stated_seconds(lesson, "reduced")

@@ -1,4 +1,4 @@
-"""The review list (`tfperf_lab.review`): every reach into the course's or the interpreter's machinery is found, and no
+"""The review list (`tfperf_lab.grading.review`): every reach into the course's or the interpreter's machinery is found, and no
 correct answer is: not the references, not the variants, not honest answers written in styles the lessons do not show.
 Static, so fast: no notebook runs here."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from tfperf_lab import review, variants
+from tfperf_lab.grading import review
+from tfperf_lab.course import variants
 from pipeline import COURSE
 
 

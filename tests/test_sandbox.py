@@ -1,4 +1,4 @@
-"""Grading built for untrusted code: each submission runs in its own disposable sandbox (`tfperf_lab.sandbox`).
+"""Grading built for untrusted code: each submission runs in its own disposable sandbox (`tfperf_lab.isolation.sandbox`).
 
 One class of lesson-01 submissions, graded once through `tfperf-lab grade`'s path (`batch.grade`, two workers), holds
 one hostile answer per way a student tried to get at the grader: reading the hidden tests, the gradebook, other
@@ -20,7 +20,8 @@ import sys
 import pytest
 from nbgrader.api import Gradebook
 
-from tfperf_lab import batch, sandbox
+from tfperf_lab.grading import batch
+from tfperf_lab.isolation import sandbox
 from tfperf_lab.course import WorkFolder
 from pipeline import COURSE, scores
 

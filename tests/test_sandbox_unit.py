@@ -6,7 +6,8 @@ import os
 import nbformat
 import pytest
 
-from tfperf_lab import batch, sandbox
+from tfperf_lab.grading import batch
+from tfperf_lab.isolation import sandbox
 
 needs_bwrap = pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None, reason="bubblewrap cannot run here")
 

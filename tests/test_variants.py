@@ -1,8 +1,8 @@
-"""The one registry of unoptimized answers (`tfperf_lab.variants`) still applies to its lessons."""
+"""The one registry of unoptimized answers (`tfperf_lab.course.variants`) still applies to its lessons."""
 
 import pytest
 
-from tfperf_lab import notebook, variants
+from tfperf_lab.course import notebook, variants
 from pipeline import COURSE
 
 

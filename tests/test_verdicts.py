@@ -3,8 +3,8 @@
 Each submission below is a slow answer plus a trick played inside the learner's kernel: the timing harness's numpy
 or clock replaced, a record forged, the baseline slowed, a memo serving the inputs again, a trace count or a call
 count faked. When the kernel timed the checks, each of them scored its speed cell (and the faked structural cell);
-now none may: the grader times the speed (`tfperf_lab.judge`), the structural cells count what they check where the
-kernel cannot hide it, and code that patches the machinery is on the review list (`tfperf_lab.review`), while the
+now none may: the grader times the speed (`tfperf_lab.speed.judge`), the structural cells count what they check where the
+kernel cannot hide it, and code that patches the machinery is on the review list (`tfperf_lab.grading.review`), while the
 honest reference in the same class keeps every point.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores
-from tfperf_lab import variants
+from tfperf_lab.course import variants
 
 pytestmark = pytest.mark.pipeline
 
@@ -85,7 +85,8 @@ def test_a_faked_trace_count_loses_both_points(graded_03):
 
 
 def test_a_grader_that_cannot_time_the_checks_grades_nothing_and_says_why(tmp_path, monkeypatch):
-    from tfperf_lab import batch, judge
+    from tfperf_lab.grading import batch
+    from tfperf_lab.speed import judge
 
     def refuse(path):
         raise OSError(36, "File name too long")

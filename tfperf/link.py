@@ -1,6 +1,6 @@
 """The kernel's side of a graded speed check: serve one callable to the grader, which times it with its own clock.
 
-When a notebook is graded, ``TFPERF_GRADER`` names a Unix socket of the grader (`tfperf_lab.judge`), and
+When a notebook is graded, ``TFPERF_GRADER`` names a Unix socket of the grader (`tfperf_lab.speed.judge`), and
 `tfperf.assert_speedup` calls `serve` instead of timing anything: the learner's kernel serves the candidate, a clean
 process running the instructor's source serves the baseline. The grader sends batch requests (a seed it drew and a
 number of calls). This side draws each call's arguments from one ``numpy.random.default_rng(seed)`` with the check's
@@ -13,7 +13,7 @@ compared. (``replay`` spot-checks a batch untimed, for checks whose baseline the
 
 Nothing here is trusted by the grader: a kernel that patches this module can only answer late, answer wrong (the
 digests will not match the clean process's on inputs it had never seen) or not answer (no speed points); code that
-patches it at all is on the review list (`tfperf_lab.review`). Every message either side reads goes through `decode`:
+patches it at all is on the review list (`tfperf_lab.grading.review`). Every message either side reads goes through `decode`:
 one line of at most `LINE_LIMIT` bytes, JSON nested at most `DEPTH_LIMIT` deep, and the protocol version is checked.
 Introduced in lesson 01 (the self-check and the graded check are the same call).
 """

@@ -34,8 +34,8 @@ def _work(args, course):
 
 def cmd_release(args) -> int:
     """Stamp the shared cells into ``solutions/``, then regenerate ``lessons/`` (or ``--into``) with nbgrader."""
-    from . import settings, stamp
-    from .course import WorkFolder
+    from .grading import settings
+    from .course import stamp, WorkFolder
 
     course = _course(args)
     target = pathlib.Path(args.into).resolve() if args.into else course.releases
@@ -54,7 +54,7 @@ def cmd_release(args) -> int:
 
 def cmd_check(args) -> int:
     """Grade your own copy of a lesson: points per exercise, measured speedups, feedback."""
-    from . import batch
+    from .grading import batch
 
     notebook = pathlib.Path(args.notebook)
     if not notebook.is_file():
@@ -69,11 +69,11 @@ def cmd_check(args) -> int:
 
 def cmd_grade(args) -> int:
     """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
-    from . import batch
+    from .grading import batch
 
     course = _course(args)
     work = _work(args, course)
-    from .cluster import ClusterUnavailable
+    from .grading.cluster import ClusterUnavailable
 
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
@@ -92,7 +92,7 @@ def cmd_grade(args) -> int:
 
 def cmd_run(args) -> int:
     """The main job: run every lesson's reference solution here and write the course report."""
-    from . import readme, report
+    from .publish import readme, report
 
     course = _course(args)
     out = readme.example_folder(course) if args.example else pathlib.Path(args.out)
@@ -103,7 +103,7 @@ def cmd_run(args) -> int:
         readme.update(course, "report")
         print(f"{readme.PAGES['report']}: example report block regenerated")
     if args.keep_run and clean:
-        from . import ranges
+        from .publish import ranges
 
         print(f"kept the run in {ranges.keep(course, path.with_suffix('.json'))}; ranges rebuilt in {ranges.write(course)}")
     if not clean:
@@ -113,7 +113,7 @@ def cmd_run(args) -> int:
 
 def cmd_ranges(args) -> int:
     """Rebuild tfperf/ranges.json (the speedup ranges lessons quote) from the runs kept in docs/runs/."""
-    from . import ranges
+    from .publish import ranges
 
     print(f"wrote {ranges.write(_course(args))}")
     return 0
@@ -121,7 +121,8 @@ def cmd_ranges(args) -> int:
 
 def cmd_flake(args) -> int:
     """Grade reference solutions (and unoptimized answers) N times; print each speed check's pass rate."""
-    from . import flake, readme
+    from .grading import flake
+    from .publish import campaigns, readme
 
     course = _course(args)
     if args.docs:
@@ -130,13 +131,13 @@ def cmd_flake(args) -> int:
         return 0
     rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants,
                          bursts=args.burst)
-    print(flake.render(rows, hogs=args.hog, workers=args.workers, bursts=args.burst))
+    print(campaigns.render(rows, hogs=args.hog, workers=args.workers, bursts=args.burst))
     if args.out:
-        from . import sandbox
+        from .isolation import sandbox
 
-        flake.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out),
-                     sandbox=sandbox.backend().name, bursts=args.burst)
-    bad = flake.wrong(rows)
+        campaigns.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out),
+                         sandbox=sandbox.backend().name, bursts=args.burst)
+    bad = campaigns.wrong(rows)
     print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
     return 1 if bad else 0
 
@@ -145,7 +146,9 @@ def cmd_validate(args) -> int:
     """Run each lesson as written: every test passes on the source, every autograded test fails on the student version."""
     import os
 
-    from . import notebook, sandbox, score
+    from .course import notebook
+    from .isolation import sandbox
+    from .grading import score
 
     course = _course(args)
     data = os.environ.get("TFPERF_DATA")
@@ -173,7 +176,7 @@ def cmd_validate(args) -> int:
 
 def cmd_lint(args) -> int:
     """Check every source and student notebook against the course's notebook rules."""
-    from . import lint
+    from .course import lint
 
     course = _course(args)
     paths = [p for lesson in course.lessons for p in (lesson.source, lesson.release) if p.exists()]
@@ -184,7 +187,7 @@ def cmd_lint(args) -> int:
 
 def cmd_lessons(args) -> int:
     """Print the lesson table (the README's copy is checked against it); ``--readme`` writes it there."""
-    from . import readme
+    from .publish import readme
 
     course = _course(args)
     print(readme.update(course, "lessons") if args.readme else readme.lesson_table(course))
@@ -271,17 +274,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    sys.modules.setdefault("rfc3987_syntax", None)  # 0.8 s of jsonschema's optional URI checker; see tfperf_lab.runner
+    sys.modules.setdefault("rfc3987_syntax", None)  # 0.8 s of jsonschema's optional URI checker; see tfperf_lab.isolation.runner
     missing = [name for name in GRADER_PACKAGES if importlib.util.find_spec(name) is None]
     if missing and not {"-h", "--help"} & set(argv[:1]):
         print(MISSING.format(missing=", ".join(missing)), file=sys.stderr)
         return 2
     from .course import CourseNotFound, UnknownLesson
-    from .sandbox import SandboxUnavailable
+    from .isolation.sandbox import SandboxUnavailable
 
     try:
         if "exchange" in argv[:3]:  # its own argument parser lives in tfperf_lab/exchange.py
-            from . import exchange
+            from .grading import exchange
 
             position = argv.index("exchange")
             course_args = argv[:position]

@@ -1,6 +1,6 @@
 """A disposable sandbox per submission: the only place a learner's code runs when graded.
 
-`run` copies one notebook into a fresh job folder, executes it there with `tfperf_lab.runner` inside a backend, and
+`run` copies one notebook into a fresh job folder, executes it there with `tfperf_lab.isolation.runner` inside a backend, and
 returns the executed notebook and the measurement records, read back by the host with size limits. Inside the
 bubblewrap backend (Linux, the default) the kernel sees: the Python environment and the course's learner library
 read-only, the data folder read-only, its own notebook copy and a private ``/tmp`` writable; nothing else of the
@@ -47,7 +47,7 @@ import tempfile
 import time
 import uuid
 
-RUNNER = "tfperf_lab.runner"
+RUNNER = "tfperf_lab.isolation.runner"
 EXECUTED_LIMIT = 64 * 1024 * 1024  # bytes of executed notebook read back
 RECORDS_LIMIT = 4 * 1024 * 1024
 INSIDE = pathlib.PurePosixPath("/job")
@@ -89,9 +89,10 @@ class Outcome:
 def _python_paths() -> list[pathlib.Path]:
     """Folders the runner's Python needs: the interpreter, the environment, and the learner library and tool if installed editable."""
     import tfperf
+    import tfperf_lab
 
     paths = {pathlib.Path(sys.base_prefix).resolve(), pathlib.Path(sys.prefix).resolve(),
-             pathlib.Path(tfperf.__file__).resolve().parent, pathlib.Path(__file__).resolve().parent}
+             pathlib.Path(tfperf.__file__).resolve().parent, pathlib.Path(tfperf_lab.__file__).resolve().parent}
     executable = pathlib.Path(sys.executable).resolve()
     paths.add(executable.parent.parent)
     # an editable package's folder lies beside the course; everything under the environment is covered by it
@@ -536,7 +537,7 @@ def _sentence(controller: str, why: str) -> str:
 
 
 def _enter(argv: list[str]) -> None:
-    """Launcher (``python -m tfperf_lab.sandbox --procs F... --fsize N --cpus 0,1 -- CMD``): join the cgroups, set limits, exec CMD."""
+    """Launcher (``python -m tfperf_lab.isolation.sandbox --procs F... --fsize N --cpus 0,1 -- CMD``): join the cgroups, set limits, exec CMD."""
     import resource
 
     split = argv.index("--")
@@ -575,7 +576,7 @@ def _environment(data: pathlib.Path | None, isolated: bool, job: pathlib.Path) -
 
 
 def reference_environment(data: pathlib.Path | None) -> dict[str, str]:
-    """The environment of the grader's reference process (`tfperf_lab.reference`): the kernel's settings, the host's paths."""
+    """The environment of the grader's reference process (`tfperf_lab.speed.reference`): the kernel's settings, the host's paths."""
     env = {key: value for key, value in _environment(data, False, pathlib.Path(tempfile.gettempdir())).items()
            if key not in ("HOME", "TMPDIR", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR", "TFPERF_RECORD")}
     return env
@@ -614,7 +615,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
         lesson_files: pathlib.Path | None = None, judge=None) -> Outcome:
     """Execute ``nb`` in a fresh sandbox under ``scratch`` (removed afterwards); never raises for what the notebook does.
 
-    With a `tfperf_lab.judge.Judge`, its socket folder is mounted read-only at /grader, the kernel is told where it is,
+    With a `tfperf_lab.speed.judge.Judge`, its socket folder is mounted read-only at /grader, the kernel is told where it is,
     the judge gets the job's cgroup (to freeze it while the baseline runs) and follows the runner's cell progress.
     """
     scratch.mkdir(parents=True, exist_ok=True)
@@ -636,7 +637,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
              "--cwd", str(inside / "home" / "lesson")]
     if writer is not None:
         inner += ["--progress", str(writer)]
-    launcher = [sys.executable, "-I", "-m", "tfperf_lab.sandbox"]
+    launcher = [sys.executable, "-I", "-m", "tfperf_lab.isolation.sandbox"]
     for path in group.procs:
         launcher += ["--procs", path]
     launcher += ["--fsize", str(limits.file_mb * 2**20)]

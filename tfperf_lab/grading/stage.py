@@ -1,9 +1,9 @@
 """Stage 1 of grading, stage: from a file a student handed in to the copy nbgrader autogrades.
 
 `stage` reads the submission without following links (a symlink or special file is refused), checks it as untrusted
-input (`tfperf_lab.untrusted`), identifies its lesson, gives back nbgrader metadata an editor stripped (by cell id,
+input (`tfperf_lab.grading.untrusted`), identifies its lesson, gives back nbgrader metadata an editor stripped (by cell id,
 else by content, as in a Colab download), puts back deleted read-only cells, notes every protected cell the learner
-changed, reads every cell the learner wrote for reaches into the course's machinery (`tfperf_lab.review`: the review
+changed, reads every cell the learner wrote for reaches into the course's machinery (`tfperf_lab.grading.review`: the review
 list), and returns a `Staged` submission.
 `Staged.write` puts it where nbgrader expects it; nothing is written before the checks pass, and the original file
 is never opened for writing.
@@ -19,8 +19,10 @@ import pathlib
 import shutil
 import stat
 
-from . import notebook, review, untrusted
-from .course import Course, Lesson, WorkFolder
+from ..course import notebook
+from . import review
+from . import untrusted
+from ..course import Course, Lesson, WorkFolder
 
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # the exchange's; release_feedback needs the secret
 
@@ -37,7 +39,7 @@ class Staged:
     lesson: Lesson
     notebook: dict
     notes: list[str]
-    review: list[review.Finding]  # reaches into the course's or the interpreter's machinery (tfperf_lab.review)
+    review: list[review.Finding]  # reaches into the course's or the interpreter's machinery (tfperf_lab.grading.review)
     origin: pathlib.Path
     sha256: str
     extras: dict[str, bytes] = dataclasses.field(default_factory=dict)

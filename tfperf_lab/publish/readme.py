@@ -16,7 +16,8 @@ import os
 import pathlib
 import statistics
 
-from .course import Course
+from . import report
+from ..course import Course
 
 # block -> the page that holds it (relative to the course folder)
 PAGES = {
@@ -60,11 +61,6 @@ def lesson_table(course: Course) -> str:
     return "\n".join(rows)
 
 
-def claim(item: dict) -> str:
-    """The article's claim beside a measurement, or the threshold of a graded one."""
-    return item.get("claim") or (f"(graded: needs at least {item['threshold']:g}x)" if item.get("threshold") else "")
-
-
 def report_block(course: Course, folder: pathlib.Path | None = None) -> str:
     """The example: one row per headline measurement of a committed course report, and its plot (links relative to the
     block's page; a folder outside the course is named as given)."""
@@ -83,14 +79,14 @@ def report_block(course: Course, folder: pathlib.Path | None = None) -> str:
     for lesson in summary["lessons"]:
         for item in lesson["records"]:
             low, high = item["ci"]
-            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {claim(item)} |")
+            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {report.claim(item)} |")
         lines += [f"| {lesson['id'][:2]} | error: {error} | | |" for error in lesson["errors"]]
     lines += ["", f"![Every measured speedup, log scale]({relative}/course-report.png)"]
     return "\n".join(lines)
 
 
 def timed_by(campaign: dict) -> str:
-    """Who timed a campaign's speed checks: the grader (`tfperf_lab.judge`), or the learner's kernel itself."""
+    """Who timed a campaign's speed checks: the grader (`tfperf_lab.speed.judge`), or the learner's kernel itself."""
     return "the grader" if campaign.get("verdicts") == "grader" else "the kernel"
 
 
@@ -106,9 +102,9 @@ def load_of(campaign: dict) -> str:
 
 def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
     """The flake figures: every speed check with cores busy, then the false failures and throughput per worker count."""
-    from . import flake
+    from . import campaigns
 
-    campaigns = flake.load_campaigns(folder or flake_folder(course))
+    campaigns = campaigns.load_campaigns(folder or flake_folder(course))
     busy = [c for c in campaigns if c["hogs"] >= 1 or c.get("bursts")]  # graded beside a load, one or two workers
     rows = sorted(((c, r) for c in busy for r in c["rows"]),
                   key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"],

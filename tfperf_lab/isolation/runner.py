@@ -1,6 +1,6 @@
 """Inside the sandbox: execute one notebook as nbgrader's ``Execute`` does and write the executed copy.
 
-``python -m tfperf_lab.runner IN OUT --cell-timeout N --startup-timeout N --cwd DIR``. Exit status 0 when the
+``python -m tfperf_lab.isolation.runner IN OUT --cell-timeout N --startup-timeout N --cwd DIR``. Exit status 0 when the
 notebook ran to its end (cells may have failed: that is the grade's business), 3 when the kernel died. Nothing here
 is trusted by the host: the host reads OUT back with size limits, caps and sanitizes it, and scores it itself.
 
@@ -59,7 +59,7 @@ def _not_traceable() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tfperf_lab.runner")
+    parser = argparse.ArgumentParser(prog="tfperf_lab.isolation.runner")
     parser.add_argument("notebook")
     parser.add_argument("out")
     parser.add_argument("--cell-timeout", type=int, default=300)

@@ -1,7 +1,8 @@
-"""How often speed checks give the wrong answer: the reference graded N times, unoptimized answers N times.
+"""A flake campaign: how often speed checks give the wrong answer, the reference graded N times, unoptimized answers N times.
 
-A correct answer must pass every speed check on every run, also with a CPU hog beside it; a correct
-but unoptimized answer (see `tfperf_lab.variants`) must fail every speed check on every run.
+A correct answer must pass every speed check on every run, also with CPU hogs or bursty neighbours beside it; a correct
+but unoptimized answer (see `tfperf_lab.course.variants`) must fail every speed check on every run. This module grades
+(`measure`); its rows are written, read back and printed by `tfperf_lab.publish.campaigns`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import tempfile
 import threading
 import time
 
-from . import batch, stage, variants
-from .judge import TECHNIQUE
-from .course import Course, Lesson, WorkFolder
+from ..course import Course, Lesson, WorkFolder, variants
+from ..speed import TECHNIQUE
+from . import batch, stage
 
 HOG = "while True:\n    pass\n"
 # A neighbour that comes in bursts, as another grading job or a notebook beside does: spin 10-200 ms, rest 10-200 ms.
@@ -127,48 +128,7 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         "rounds_max": max(m.rounds for m in measured) if measured else None,
         "elapsed_max": max(m.elapsed for m in measured) if measured else None,
         "seconds_per_notebook": seconds,
-        # who timed it: the grader (tfperf_lab.judge, outside the learner's kernel) or the kernel itself (before the judge);
+        # who timed it: the grader (tfperf_lab.speed.judge, outside the learner's kernel) or the kernel itself (before the judge);
         # a judged grading decides a check even when it measured nothing (a check never served scores no speed points)
         "measured_by": "grader" if all(result.judged for result in graded) and all(m.technique == TECHNIQUE for m in measured) else "kernel",
     }
-
-
-def render(rows: list[dict], *, hogs: int, workers: int, bursts: int = 0) -> str:
-    lines = [f"speed checks: {hogs} busy core(s)" + (f" and {bursts} bursty neighbour(s)" if bursts else "") + f" beside grading, {workers} worker(s)",
-             "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | load |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    fmt = lambda v: "-" if v is None else f"{v:.2f}"
-    for r in rows:
-        lines.append(f"| {r['lesson']} | {r['cell']} | {r['answer']} | {r['passed']} / {r['runs']} | {fmt(r['speedup_median'])} | "
-                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} | {fmt(r.get('load_median'))} |")
-    return "\n".join(lines)
-
-
-def wrong(rows: list[dict]) -> int:
-    """False failures of the reference plus false passes of unoptimized answers."""
-    return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
-
-
-def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap", bursts: int = 0) -> None:
-    """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
-    import datetime
-
-    from tfperf.link import PROTOCOL
-
-    # the link's protocol version: campaigns measured before protocol 2 (chained inputs, every call compared) say 1 or nothing
-    summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "bursts": bursts, "workers": workers,
-               "runs": runs, "protocol": PROTOCOL, "sandbox": sandbox, "rows": rows,
-               "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
-    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-
-
-def load_campaigns(folder: pathlib.Path) -> list[dict]:
-    """Every campaign under FOLDER; an unoptimized answer's rows only for the speed checks its exercise has."""
-    targets = {(variant.lesson, variant.name): set(variant.loses) for variant in variants.VARIANTS}
-    campaigns = []
-    for path in sorted(folder.glob("*.json")):
-        campaign = json.loads(path.read_text(encoding="utf-8"))
-        campaign["rows"] = [r for r in campaign["rows"]
-                            if r["answer"] == "reference" or r["cell"] in targets.get((r["lesson"], r["answer"]), ())]
-        campaigns.append(campaign | {"file": path.name})
-    return campaigns

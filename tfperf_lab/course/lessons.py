@@ -69,7 +69,7 @@ class Lesson:
 
     def review_cells(self) -> dict[str, list[str]]:
         """grade_id -> the speed checks whose review flag withholds its points (speed test cells, and structural cells
-        ``review_with`` them); see `tfperf_lab.notebook.review_cells`."""
+        ``review_with`` them); see `tfperf_lab.course.notebook.review_cells`."""
         return notebook.review_cells(_parsed(self.source))
 
 
@@ -221,6 +221,11 @@ class WorkFolder:
     @property
     def grades_csv(self) -> pathlib.Path:
         return self.root / "grades.csv"
+
+    @property
+    def records(self) -> pathlib.Path:
+        """``records/<student>/``: what each sandbox run gave back (`tfperf_lab.grading.execute.RunFiles`)."""
+        return self.root / "records"
 
     @property
     def sandboxes(self) -> pathlib.Path:

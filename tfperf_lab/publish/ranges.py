@@ -14,7 +14,7 @@ import pathlib
 
 from tfperf.report import RANGES_FILE
 
-from .course import Course
+from ..course import Course
 
 
 def runs_folder(course: Course) -> pathlib.Path:

@@ -15,7 +15,7 @@ from tfperf.report import Record
 @dataclasses.dataclass
 class CellResult:
     """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run, manual or review (withheld until
-    a person has looked: `tfperf_lab.review`)."""
+    a person has looked: `tfperf_lab.grading.review`)."""
 
     id: str
     score: float | None
@@ -39,9 +39,9 @@ class SubmissionResult:
     feedback: pathlib.Path | None = None
     sandbox: str = ""
     stages: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per grading stage (benchmarks/)
-    judged: bool = False  # the grader timed the speed checks (tfperf_lab.judge): only its measurements decided speed points
-    review: list[str] = dataclasses.field(default_factory=list)  # why it is on the review list (tfperf_lab.review), if it is
-    attempts: int = 1  # more than one: graded again after a cluster worker was lost (tfperf_lab.cluster)
+    judged: bool = False  # the grader timed the speed checks (tfperf_lab.speed.judge): only its measurements decided speed points
+    review: list[str] = dataclasses.field(default_factory=list)  # why it is on the review list (tfperf_lab.grading.review), if it is
+    attempts: int = 1  # more than one: graded again after a cluster worker was lost (tfperf_lab.grading.cluster)
 
     @property
     def score(self) -> float:

@@ -23,8 +23,9 @@ import time
 
 from nbgrader.api import Gradebook
 
-from . import execute, score, settings, stage, untrusted
-from .course import Course, WorkFolder
+from . import autograde, job, score, settings, stage
+from . import untrusted
+from ..course import Course, WorkFolder
 from .results import SubmissionResult
 
 # Parallel gradings share the cores their speed checks time on. A sandbox is pinned to cores of its own only when each
@@ -96,7 +97,7 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
     began = time.monotonic()
     staged.write(work)
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
-    run = execute.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
+    run = autograde.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
                             backend=backend, cpus=cpus)
     executed = time.monotonic()
     log = work.log(staged.student, staged.lesson.id)
@@ -183,11 +184,11 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
 
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
     was stopped halfway resumes where it stopped. With ``cluster`` (a Dask scheduler's address), each submission's
-    sandbox run goes to a worker of that cluster (`tfperf_lab.cluster`), as many at once as it has worker threads; this
+    sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
     machine stages, scores and writes everything. Raises `NoSubmissions` for an empty folder and
-    `tfperf_lab.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
+    `tfperf_lab.isolation.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
     """
-    from . import sandbox
+    from ..isolation import sandbox
 
     if not cluster:
         sandbox.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
@@ -219,7 +220,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         workers = remote.slots
     with contextlib.ExitStack() as stack:
         if remote is not None:
-            stack.enter_context(execute.executor(remote))
+            stack.enter_context(job.executor(remote))
             stack.callback(remote.close)
         results += _grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
                                  with_feedback=with_feedback, progress=progress, pinned=remote is None)

@@ -1,11 +1,11 @@
 """Speed verdicts decided by the grader, outside the learner's kernel.
 
 One `Judge` per graded submission. It listens on two Unix sockets: one reachable from the learner's sandbox, one from
-a clean reference process (`tfperf_lab.reference`) that runs only the instructor's source (the cells tagged
+a clean reference process (`tfperf_lab.speed.reference`) that runs only the instructor's source (the cells tagged
 ``speed-fixture`` and the speed test cells). When the learner's kernel reaches a speed test cell, its
 `tfperf.assert_speedup` connects and serves the candidate (`tfperf.link`); the reference process serves the baseline
 from the same test cell, with settings (threshold, rounds, budget, tolerances) taken from the instructor's copy only.
-The judge hands both connections to the grader's clock (`tfperf_lab.timer`, a process of its own): paired rounds in
+The judge hands both connections to the grader's clock (`tfperf_lab.speed.timer`, a process of its own): paired rounds in
 alternating order, each a batch of calls on arguments drawn from a fresh seed it chose, timed from request to answer,
 the learner's sandbox frozen (its cgroup) while the baseline runs, every answer's output digests matched against the
 reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from the grader's side
@@ -15,7 +15,7 @@ Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process 
 measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
 alone: every other such job of this process is paused meanwhile (its sandbox frozen, its reference process stopped),
 and the time it spent paused is added back to its time limits (`paused_seconds`). A measurement has a hard bound
-(`tfperf_lab.timer.GRACE`), so no submission can hold the others for longer than its own checks' bounds.
+(`tfperf_lab.speed.timer.GRACE`), so no submission can hold the others for longer than its own checks' bounds.
 
 A candidate is accepted only while the runner reports the speed check's own test cell executing, and only once.
 """
@@ -35,7 +35,8 @@ import time
 
 from tfperf.report import Record
 
-from . import notebook, timer
+from ..course import notebook
+from . import TECHNIQUE, timer
 from tfperf import link, timing
 
 from .timer import Failed, Side
@@ -43,7 +44,6 @@ from .timer import Failed, Side
 HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
 REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells run meanwhile
-TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
 
 
 # Jobs without cores of their own measure one at a time in this process: while such a judge times its two sides, every
@@ -110,7 +110,7 @@ class Judge:
         self.served: set[str] = set()
         self.current: int | None = None  # index of the cell the runner is executing
         self.group = None  # the sandbox's cgroup, to freeze while the baseline runs
-        self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (set by tfperf_lab.sandbox.run)
+        self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (set by tfperf_lab.isolation.sandbox.run)
         self._environment = environment
         self._waiting: dict[str, Side] = {}
         self._ready = threading.Condition()
@@ -191,7 +191,7 @@ class Judge:
                                          "MPLCONFIGDIR": str(self.folder / "reference" / ".matplotlib")}
         env.pop("TFPERF_RECORD", None)
         pin = ["--cpus", ",".join(map(str, self.cpus))] if self.cpus else []
-        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.reference", str(self.source), *pin], env=env,
+        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.speed.reference", str(self.source), *pin], env=env,
                                            cwd=self.folder / "reference", stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                            start_new_session=True)
 

@@ -1,4 +1,4 @@
-"""Grading beyond one machine: each staged submission's sandbox run (`tfperf_lab.execute.Job`) on a Dask cluster.
+"""Grading beyond one machine: each staged submission's sandbox run (`tfperf_lab.grading.job.Job`) on a Dask cluster.
 
 ``tfperf-lab grade FOLDER --cluster tcp://SCHEDULER:8786`` stages every submission here, then sends each one's job
 to a worker of a Dask distributed cluster (`distributed`; deploy it on Slurm or PBS with ``dask-jobqueue``, on
@@ -15,7 +15,7 @@ import dataclasses
 import socket
 import uuid
 
-from .execute import Job, JobDone, run_job
+from .job import Job, JobDone, run_job
 
 
 def _on_worker(job: Job) -> JobDone:
@@ -39,7 +39,7 @@ class ClusterUnavailable(RuntimeError):
 
 
 class DaskExecutor:
-    """Jobs sent to a Dask cluster; `tfperf_lab.execute.executor` puts it in place for a grading run."""
+    """Jobs sent to a Dask cluster; `tfperf_lab.grading.job.executor` puts it in place for a grading run."""
 
     def __init__(self, address: str, *, timeout: float = 30.0):
         try:

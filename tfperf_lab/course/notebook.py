@@ -14,6 +14,9 @@ import re
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_REGION = re.compile(rf"{HIDDEN_BEGIN}.*?{HIDDEN_END}\n?", flags=re.S)
+# Cells tagged so are the setup a speed test reads: the clean reference process runs them with the speed tests, lint
+# checks that every name a speed test reads is bound by one.
+FIXTURE_TAG = "speed-fixture"
 SPEED_NAME = re.compile(r"assert_speedup\((?:.|\n)*?name=[\"']([\w.-]+)[\"']")
 
 
@@ -93,7 +96,7 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
 
 
 def review_cells(nb: dict) -> dict[str, list[str]]:
-    """grade_id -> the speed checks whose points it shares when the review (`tfperf_lab.review`) flags an answer: a speed
+    """grade_id -> the speed checks whose points it shares when the review (`tfperf_lab.grading.review`) flags an answer: a speed
     test cell's own checks, and for a structural test cell the checks named in ``metadata.tfperf.review_with``. A
     structural cell's point never depends on a speed verdict (slow or wrong answers keep the structure they got right);
     it is withheld only when the answer reaches into the machinery that reports that structure, as the speed check's is."""

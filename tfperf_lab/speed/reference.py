@@ -1,8 +1,8 @@
 """The clean side of a graded speed check: the instructor's source, never a learner's code, serving the baselines.
 
-``python -I -m tfperf_lab.reference SOURCE.ipynb [--cpus 0,1]`` runs, in notebook order, the code cells of the instructor's source
+``python -I -m tfperf_lab.speed.reference SOURCE.ipynb [--cpus 0,1]`` runs, in notebook order, the code cells of the instructor's source
 tagged ``speed-fixture`` (setup, the lesson's support code, the reference answers a test cell needs) and every test cell
-that runs a speed check, in an IPython shell of its own. `tfperf_lab.judge` starts it for each graded submission with
+that runs a speed check, in an IPython shell of its own. `tfperf_lab.speed.judge` starts it for each graded submission with
 ``TFPERF_GRADER`` set, so each speed test cell's `tfperf.assert_speedup` serves its baseline to the judge and waits for
 the verdict before the next cell runs. A failing cell is reported on stderr (the judge's log) and the run goes on.
 """
@@ -13,14 +13,11 @@ import os
 import sys
 import time
 
-sys.modules.setdefault("rfc3987_syntax", None)  # see tfperf_lab.runner: an unused, slow import
-
-FIXTURE_TAG = "speed-fixture"
-
+sys.modules.setdefault("rfc3987_syntax", None)  # see tfperf_lab.isolation.runner: an unused, slow import
 
 def cells(nb: dict) -> list[tuple[int, str]]:
     """(index, source) of the cells the reference runs: fixtures and speed test cells, up to the last speed test cell."""
-    from . import notebook
+    from ..course import notebook
 
     speed = set(notebook.speed_checks(nb))
     chosen = []
@@ -29,7 +26,7 @@ def cells(nb: dict) -> list[tuple[int, str]]:
             continue
         tags = cell.get("metadata", {}).get("tags", [])
         grade_id = notebook.nbgrader_meta(cell).get("grade_id")
-        if FIXTURE_TAG in tags or grade_id in speed:
+        if notebook.FIXTURE_TAG in tags or grade_id in speed:
             chosen.append((index, notebook.source(cell)))
     last = max((i for i, cell in enumerate(nb["cells"]) if notebook.nbgrader_meta(cell).get("grade_id") in speed), default=-1)
     return [(index, body) for index, body in chosen if index <= last]
@@ -38,7 +35,7 @@ def cells(nb: dict) -> list[tuple[int, str]]:
 def main(argv: list[str] | None = None) -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from . import notebook
+    from ..course import notebook
 
     argv = sys.argv[1:] if argv is None else argv
     if "--cpus" in argv:  # the grading job's own cores: this process and every thread it starts stay on them

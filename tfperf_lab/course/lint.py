@@ -10,7 +10,7 @@ import pathlib
 import re
 
 from . import notebook
-from .course import Course, run_time_text
+from .lessons import Course, run_time_text
 
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 REQUIRED_META = ("lesson", "title", "technique", "article", "measures", "claim", "minutes")
@@ -141,11 +141,10 @@ def baselines_read_only(nb: dict) -> list[str]:
 
 
 def speed_fixtures(nb: dict) -> list[str]:
-    """Every graded speed test can run in the grader's reference process (`tfperf_lab.reference`): it draws fresh inputs
+    """Every graded speed test can run in the grader's reference process (`tfperf_lab.speed.reference`): it draws fresh inputs
     (``draw=``, never a fixed ``inputs=`` pool), and every name it reads is bound by an earlier ``speed-fixture`` cell."""
     import builtins
 
-    from .reference import FIXTURE_TAG
 
     bound: set[str] = set(dir(builtins))
     problems = []
@@ -170,16 +169,16 @@ def speed_fixtures(nb: dict) -> list[str]:
             used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             missing = sorted(used - local - bound)
             if missing:
-                problems.append(f"speed test {grade_id} reads {', '.join(missing)}, which no earlier '{FIXTURE_TAG}' cell binds: "
+                problems.append(f"speed test {grade_id} reads {', '.join(missing)}, which no earlier '{notebook.FIXTURE_TAG}' cell binds: "
                                 f"the grader's reference process could not run it (tag the cells that define them)")
             bound |= local
-        elif FIXTURE_TAG in cell.get("metadata", {}).get("tags", []):
+        elif notebook.FIXTURE_TAG in cell.get("metadata", {}).get("tags", []):
             bound |= set(notebook.bound_names(source))
     return problems
 
 
 def shared_cells(nb: dict, where: tuple[str, str]) -> list[str]:
-    """The Colab/Kaggle badges, the setup cell and the self-check summary match `tfperf_lab.stamp` for ``where`` (repository, branch)."""
+    """The Colab/Kaggle badges, the setup cell and the self-check summary match `tfperf_lab.course.stamp` for ``where`` (repository, branch)."""
     from . import stamp
 
     return stamp.problems(nb, where)

@@ -2,7 +2,7 @@
 
 In: a size limit, a JSON depth limit, the notebook's shape and nbformat's schema (`check_notebook`), and a safe
 student id (`check_student_id`). Out: every output capped in bytes (`CapOutputs`) and HTML in outputs and markdown
-sanitized with nbconvert's bleach-based `SanitizeHTML` (`SanitizeOutputs`), before anything is scored or shown.
+sanitized with nbconvert's own `SanitizeHTML` and its defaults (`SanitizeOutputs`; no sanitizer imported here), before anything is scored or shown.
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import re
 
-from bleach.sanitizer import ALLOWED_ATTRIBUTES, ALLOWED_TAGS
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
 
-from . import notebook
+from ..course import notebook
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 64
@@ -156,13 +155,15 @@ class CapOutputs(NbGraderPreprocessor):
 
 
 # HTML that can render but not run: no scripts, no event handlers, no styles, no frames, no images (they come as image/png).
-SAFE_TAGS = sorted(set(ALLOWED_TAGS) | {"p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead",
+# nbconvert's own defaults (its SanitizeHTML's traits), widened by the table and text tags a notebook's outputs use.
+_DEFAULTS = SanitizeHTML()
+SAFE_TAGS = sorted(set(_DEFAULTS.tags) | {"p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead",
                                         "tbody", "tr", "th", "td", "caption", "sup", "sub", "dl", "dt", "dd"})
-SAFE_ATTRIBUTES = {**ALLOWED_ATTRIBUTES, "th": ["colspan", "rowspan"], "td": ["colspan", "rowspan"]}
+SAFE_ATTRIBUTES = {**_DEFAULTS.attributes, "th": ["colspan", "rowspan"], "td": ["colspan", "rowspan"]}
 
 
 class SanitizeOutputs(SanitizeHTML):
-    """nbconvert's bleach sanitizer over outputs and markdown, so feedback and the formgrader cannot run student HTML."""
+    """nbconvert's sanitizer over outputs and markdown, so feedback and the formgrader cannot run student HTML."""
 
     enabled = Bool(True)  # nbconvert preprocessors are off unless enabled; nbgrader registers them as-is
 

@@ -29,7 +29,7 @@ import tomllib
 import nbformat
 
 from . import notebook
-from .course import Course, Lesson
+from .lessons import Course, Lesson
 
 SETUP_CALL = "ENV = tfperf.env.setup()"
 HOSTED_INSTALL = '''\

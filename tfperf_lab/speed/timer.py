@@ -1,7 +1,7 @@
 """The grader's clock: the paired rounds of one speed check, in a process of its own.
 
-`tfperf_lab.judge` connects the two sides of a check (the learner's kernel, the clean reference process) and hands both
-connections to `measure`, which runs ``python -I -m tfperf_lab.timer``. That process draws a fresh seed for every
+`tfperf_lab.speed.judge` connects the two sides of a check (the learner's kernel, the clean reference process) and hands both
+connections to `measure`, which runs ``python -I -m tfperf_lab.speed.timer``. That process draws a fresh seed for every
 batch. The learner's kernel answers it first, each call's inputs drawn after the previous call's output moved the
 generator (`tfperf.link`); the reference then runs the baseline on the same inputs in the same order, the learner's
 sandbox frozen meanwhile, and every call's output digests must match. Each batch is timed from request to the last
@@ -28,8 +28,7 @@ import time
 
 import numpy as np
 
-from tfperf import env as tf_env
-from tfperf import link, timing
+from tfperf import env as tf_env, link, timing
 
 BATCH_SECONDS = 60.0  # one batch, request to last byte of the answer, as a total (a trickled answer counts whole)
 GRACE = 30.0  # seconds a check may run past its budget (warm-up with tracing, the last round): then it fails, alone
@@ -309,7 +308,7 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
     fds = (reference.connection.fileno(), candidate.connection.fileno())
     job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus})
     try:
-        done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.timer"], input=job, capture_output=True,
+        done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.speed.timer"], input=job, capture_output=True,
                               pass_fds=fds, timeout=options.budget + GRACE + 10, env=_environment())
     except subprocess.TimeoutExpired:
         raise Failed("took longer than the check's time allows; not measured") from None
@@ -330,7 +329,7 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
 
 
 def main() -> None:
-    """``python -I -m tfperf_lab.timer``: one measurement. Reads the pickled job (two socket descriptors, the options,
+    """``python -I -m tfperf_lab.speed.timer``: one measurement. Reads the pickled job (two socket descriptors, the options,
     the sandbox's freezer) from stdin, from the judge that started it; writes what it measured, or why not, as JSON."""
     job = pickle.loads(sys.stdin.buffer.read())
     if job.get("cpus"):  # the grading job's own cores

@@ -46,8 +46,9 @@ import sys
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import notebook_hash
 
-from . import batch, settings, stage, untrusted
-from .course import COURSE_ID, Course, WorkFolder
+from . import batch, settings, stage
+from . import untrusted
+from ..course import COURSE_ID, Course, WorkFolder
 from .results import SubmissionResult
 
 STEP_TIMEOUT = 180.0  # seconds for one file-moving step (mostly nbgrader's ~2 s of imports, more on a busy machine)

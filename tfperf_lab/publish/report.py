@@ -24,10 +24,14 @@ import tfperf
 from tfperf.report import RECORD_VARIABLE, Record, load_records
 from tfperf.units import format_seconds
 
-from . import readme
-from .course import Course, Lesson
+from ..course import Course, Lesson
 
 PROFILES = ("reduced", "full")
+
+
+def claim(item: dict) -> str:
+    """The article's claim beside a measurement, or the threshold of a graded one."""
+    return item.get("claim") or (f"(graded: needs at least {item['threshold']:g}x)" if item.get("threshold") else "")
 
 
 def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", progress: bool = True, cell_timeout: int = 600) -> list[str]:
@@ -63,7 +67,7 @@ def _row(lesson: Lesson, item: Record) -> str:
     low, high = item.ci
     return (f"| {lesson.id} | {item.name} | {base['label']}: {format_seconds(base['median'])} | "
             f"{cand['label']}: {format_seconds(cand['median'])} | **{item.speedup:.2f}x** ({low:.2f}-{high:.2f}) | "
-            f"{readme.claim(item.to_dict())} |")
+            f"{claim(item.to_dict())} |")
 
 
 def stated_seconds(lesson: Lesson, profile: str) -> float:

@@ -18,7 +18,9 @@ import warnings
 import nbgrader.api
 from traitlets.config import Config
 
-from .course import Course, WorkFolder
+from ..course import Course, WorkFolder
+from . import untrusted
+from .execute import SandboxedExecute
 
 
 @functools.cache
@@ -42,12 +44,12 @@ warnings.filterwarnings("ignore", message=r".*not in session, add operation alon
 
 # nbgrader's autograde with the kernel in a sandbox and the outputs made safe before anything is scored or shown.
 AUTOGRADE_PREPROCESSORS = [
-    "tfperf_lab.execute.SandboxedExecute",
+    SandboxedExecute,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "tfperf_lab.untrusted.CapOutputs",
-    "tfperf_lab.untrusted.SanitizeOutputs",
+    untrusted.CapOutputs,
+    untrusted.SanitizeOutputs,
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -56,7 +58,7 @@ AUTOGRADE_PREPROCESSORS = [
 
 def configure(c: Config, course: Course, work: WorkFolder | None = None) -> Config:
     """Every nbgrader setting of the course, written into the traitlets config ``c`` (returned)."""
-    from .feedback import FEEDBACK_PREPROCESSORS, TF_NOISE_PATTERN
+    from .feedback import FEEDBACK_PREPROCESSORS, TF_NOISE_PATTERN  # noqa: PLC0415
 
     work = work or course.default_work
     for key, value in work.course_directory(course).items():
@@ -68,10 +70,10 @@ def configure(c: Config, course: Course, work: WorkFolder | None = None) -> Conf
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-    # Autograding: the kernel runs in a disposable sandbox (tfperf_lab.sandbox), never beside the gradebook.
+    # Autograding: the kernel runs in a disposable sandbox (tfperf_lab.isolation.sandbox), never beside the gradebook.
     c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
     c.SandboxedExecute.course_root = str(course.root)
-    c.SandboxedExecute.records_directory = str(work.root / "records")
+    c.SandboxedExecute.records_directory = str(work.records)
     # TensorFlow cells are slow: a speed check compares two variants for up to a few seconds each, and the first cell to
     # touch TensorFlow pays ~4 s of import. The whole notebook is limited too (SandboxedExecute.notebook_timeout).
     c.SandboxedExecute.timeout = 300
@@ -145,5 +147,5 @@ def nbgrader(course: Course, work: WorkFolder, args: list[str], *, release: path
     command = [str(pathlib.Path(sys.executable).parent / "nbgrader"), *args, *work.nbgrader_arguments(course)]
     if release is not None:
         command.append(f"--CourseDirectory.release_directory={release}")
-    command.append(f"--SandboxedExecute.records_directory={work.root / 'records'}")
+    command.append(f"--SandboxedExecute.records_directory={work.records}")
     return run_tool(command, cwd=course.autograder, env=env or tool_environment(), timeout=timeout)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import notebook
-from .course import Lesson
+from .lessons import Lesson
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +179,7 @@ VARIANTS.append(one("10_capstone", "list_of_batches", "make_dataset_solution",
 
 
 # Issue 14's cheats: a slow answer plus a trick played inside the learner's kernel. Each earned speed points while the
-# speed checks were timed in that kernel; now the grader times them (tfperf_lab.judge) and none may. Graded by
+# speed checks were timed in that kernel; now the grader times them (tfperf_lab.speed.judge) and none may. Graded by
 # tests/test_verdicts.py and by the flake campaigns.
 _C_HANDLE = "    handle = sess._make_callable_from_options(options)\n"
 _C_SLOW_HANDLE = _C_HANDLE + "    def handle(*values):\n        return sess.run(fetch + target, dict(zip(feed, values)))[: len(fetch)]\n"

@@ -10,7 +10,7 @@ learner added or edited), without running anything, and returns one `Finding` pe
 speed points and the structural cells that share their evidence (``metadata.tfperf.review_with``) of a submission with
 findings, also when the grader judged its speed, and puts it on the review list (the CSV's ``review`` column, the
 report, the formgrader's "needs manual grade"), where a person decides. It must flag no correct answer: every reference
-solution and every variant in `tfperf_lab.variants` is checked against it (tests/test_review.py).
+solution and every variant in `tfperf_lab.course.variants` is checked against it (tests/test_review.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from . import notebook
+from ..course import notebook
 
 # Modules whose only use in an answer would be to reach the interpreter's or the grader's machinery.
 MACHINERY_MODULES = frozenset({"ctypes", "gc", "inspect", "importlib", "builtins", "_thread", "socket", "marshal", "dis",

@@ -3,7 +3,7 @@
 Inputs: the autograded notebook nbgrader wrote from what came back out of the sandbox, the gradebook, the `Execution`
 (did the run finish) and the `Staged` submission (its review list, found when staging). The rules: a run that did not
 finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the grader (or, where
-it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.review`) has its speed
+it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.grading.review`) has its speed
 cells and the structural cells that share their evidence withheld and marked for a person to grade, whoever timed it;
 a structural cell otherwise keeps whatever its own test gave it, whatever the speed says; a manual score that appeared
 while the notebook ran is put back (only an instructor sets one, and never from inside a sandbox).
@@ -16,10 +16,11 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from tfperf.report import Record, parse_records
 
-from . import notebook, review
-from .course import Course, Lesson, WorkFolder
-from .execute import Execution
-from .judge import TECHNIQUE
+from ..course import notebook
+from . import review
+from ..course import Course, Lesson, WorkFolder
+from .autograde import Execution
+from ..speed import TECHNIQUE
 from .results import CellResult, SubmissionResult
 from .stage import Staged
 
@@ -67,7 +68,7 @@ def measurements(execution: Execution) -> tuple[list[Record], str | None]:
 def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution, *, manual_before: dict[str, float | None]) -> SubmissionResult:
     """Points for every graded cell of one autograded submission, written to the gradebook and returned.
 
-    When the grader judged the speed checks (`tfperf_lab.judge`), its records alone decide speed points and stand in
+    When the grader judged the speed checks (`tfperf_lab.speed.judge`), its records alone decide speed points and stand in
     the result; the notebook's own records of those checks are dropped, its other measurements kept for the report.
     """
     lesson, student = staged.lesson, staged.student

@@ -1,0 +1,15 @@
+"""The course as files: the course folder and its lessons, the notebooks' text, and the rules every lesson keeps.
+
+- `lessons`: `Course` (the course folder, found from the working directory; lessons parsed once), `Lesson`, and
+  `WorkFolder` (every path a grading run writes); re-exported here, so ``from tfperf_lab.course import Course``.
+- `notebook`: cell text, hidden-test regions, read-only cells, the names a cell binds.
+- `stamp`: the cells every lesson shares (setup, badges), stamped by ``tfperf-lab release``.
+- `lint`: the rules a lesson notebook keeps (``tfperf-lab lint``).
+- `variants`: the registry of correct-but-unoptimized answers the tests and the flake campaigns grade.
+
+The bottom floor of the tool: imports nothing of the other folders and never nbgrader.
+"""
+
+from .lessons import COURSE_ID, Course, CourseNotFound, Lesson, UnknownLesson, WorkFolder, run_time_text
+
+__all__ = ["COURSE_ID", "Course", "CourseNotFound", "Lesson", "UnknownLesson", "WorkFolder", "run_time_text"]

@@ -1,0 +1,12 @@
+"""Grading a submission, in stages, data flowing one way, and a class of them.
+
+1. `stage`: refuse links and non-notebooks, identify, repair metadata, restore read-only cells; `review` reads the
+   learner's cells (Python's ast) for reaches into the machinery: the review list.
+2. execute: `autograde` runs nbgrader's ``Autograde`` in-process with `settings`' configuration, in which `execute`'s
+   `SandboxedExecute` runs the notebook as a `job` (sandbox plus judge, a `job.Job`) here or on a Dask cluster (`cluster`).
+3. `score`: points from the executed notebook, on the host; speed points only from the grader's verdicts.
+4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`).
+
+`untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors). Also here,
+because they grade: `exchange` (nbgrader's JupyterHub exchange) and `flake` (a flake campaign grades answers many times). The only folder that imports nbgrader; it uses every folder below it.
+"""

@@ -1,0 +1,97 @@
+"""One autograde, in this process: nbgrader's ``Autograde`` converter on one staged submission, its kernel sandboxed.
+
+`autograde` builds the course's nbgrader configuration (`tfperf_lab.grading.settings`), in which
+`tfperf_lab.grading.execute.SandboxedExecute` runs the notebook, and returns an `Execution`: what the score stage needs
+to know about the run, read from the files the preprocessor wrote (`execute.RunFiles`). No nbgrader start-up per
+notebook; nbgrader's own `capture_log` keeps its log lines for the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import time
+
+from ..course import Course, WorkFolder
+from . import execute, settings
+
+
+@dataclasses.dataclass
+class Execution:
+    """How one autograde went: the run's seconds, whether it finished, and why not; ``sandbox`` and ``inside`` time the
+    sandbox from the host and (as the runner reports it, for benchmarks only) its kernel start and cells."""
+
+    seconds: float
+    finished: bool
+    problem: str | None
+    backend: str
+    records: str
+    log: str
+    sandbox: float = 0.0
+    inside: dict = dataclasses.field(default_factory=dict)
+    verdicts: str = ""  # the grader's own speed records (tfperf_lab.speed.judge); none of the notebook's records decide points
+    judged: bool = False
+    judge_notes: list = dataclasses.field(default_factory=list)
+    attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
+    warnings: list = dataclasses.field(default_factory=list)  # limits that do not hold here (tfperf_lab.isolation.sandbox)
+
+
+_ENTRY = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ", flags=re.M)
+
+
+def first_error(log: str) -> str | None:
+    """The first line of the first error nbgrader logged, unless it is the sandbox's own failure (the run's "problem"
+    says that one better)."""
+    starts = [match.start() for match in _ENTRY.finditer(log)] + [len(log)]
+    for start, end in zip(starts, starts[1:]):
+        entry = log[start:end]
+        level, _, message = entry.partition("] ")
+        if level[1:] in ("ERROR", "CRITICAL") and "SandboxFailed" not in message:
+            return message.splitlines()[0][:300]
+    return None
+
+
+def _last_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[-1] if lines else "no message"
+
+
+def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
+              cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None) -> Execution:
+    """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed; never raises for the notebook."""
+    from nbgrader.converters import Autograde
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import capture_log
+
+    overrides = {"SandboxedExecute.backend": backend}
+    if timeout:
+        overrides["SandboxedExecute.notebook_timeout"] = float(timeout)
+    if cell_timeout:
+        overrides["SandboxedExecute.timeout"] = int(cell_timeout)
+    config = settings.config(course, work, **overrides)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = lesson_id, student
+    log = logging.getLogger(f"tfperf_lab.grading.autograde.{student}.{lesson_id}")
+    log.propagate = False
+    files = execute.RunFiles.of(work.records, student, lesson_id)
+    files.run.unlink(missing_ok=True)
+    files.verdicts.unlink(missing_ok=True)
+    began = time.monotonic()
+    converter = Autograde(coursedir=coursedir, config=config, log=log)
+    converter.force = True
+    with execute.pinned_to(cpus):
+        captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
+    lines = captured.get("log", "")
+    run = json.loads(files.run.read_text()) if files.run.exists() else {}
+    problem = run.get("problem")
+    if not captured["success"] and problem is None:
+        problem = first_error(lines) or f"nbgrader failed: {_last_line(captured.get('error'))}"
+    return Execution(time.monotonic() - began, captured["success"] and problem is None, problem, run.get("backend", backend),
+                     files.records.read_text(encoding="utf-8") if files.records.exists() else "",
+                     lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
+                     run.get("seconds", 0.0), run.get("inside") or {},
+                     files.verdicts.read_text(encoding="utf-8") if run.get("judged") and files.verdicts.exists() else "",
+                     bool(run.get("judged")), list(run.get("judge_notes") or []), int(run.get("attempts") or 1),
+                     list(run.get("warnings") or []))

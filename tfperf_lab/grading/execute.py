@@ -1,0 +1,189 @@
+"""Stage 2 of grading, execute: the nbgrader preprocessor that runs the kernel in a disposable sandbox.
+
+`SandboxedExecute` takes the place of nbgrader's ``Execute`` in ``Autograde.autograde_preprocessors`` (see
+`tfperf_lab.grading.settings`), so every autograde of this course runs the learner's code in
+`tfperf_lab.isolation.sandbox`: ours (`tfperf_lab.grading.autograde`), the formgrader's button, plain
+``nbgrader autograde`` and the JupyterHub exchange alike. The host keeps the gradebook; the sandbox run (a
+`tfperf_lab.grading.job.Job`) gives back the executed copy and the measurement records, which this preprocessor writes
+where `RunFiles` says, for the score stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pathlib
+import threading
+import time
+
+from nbformat import from_dict
+from nbgrader import utils as nbgrader_utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Float, Integer, Unicode
+
+from ..course import Course
+from ..isolation import sandbox
+from . import untrusted
+from .job import Job, run
+
+_CPUS = threading.local()  # the cores this worker thread's sandboxes are pinned to (`pinned_to`)
+_ENVIRONMENT = threading.Lock()
+_SETTERS: dict[str, list] = {}
+
+
+@contextlib.contextmanager
+def _shared_setenv(**values: str):
+    """nbgrader's ``utils.setenv``, safe when several autogrades run in threads of one process.
+
+    nbgrader sets ``NBGRADER_EXECUTION`` around each execution and deletes it afterwards; two overlapping autogrades
+    then delete it twice (KeyError). Here the first to enter sets it and the last to leave restores it. (No kernel
+    starts in this process: the sandbox gives its kernel a whole environment of its own.)
+    """
+    with _ENVIRONMENT:
+        for key, value in values.items():
+            users = _SETTERS.setdefault(key, [0, os.environ.get(key)])
+            if users[0] == 0:
+                users[1] = os.environ.get(key)
+                os.environ[key] = value
+            users[0] += 1
+    try:
+        yield
+    finally:
+        with _ENVIRONMENT:
+            for key in values:
+                users = _SETTERS[key]
+                users[0] -= 1
+                if users[0] == 0:
+                    if users[1] is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = users[1]
+
+
+nbgrader_utils.setenv = _shared_setenv
+
+
+@contextlib.contextmanager
+def pinned_to(cpus: tuple[int, ...] | None):
+    """The sandboxes this thread runs while the block runs are pinned to ``cpus`` (None: not pinned)."""
+    before, _CPUS.cpus = getattr(_CPUS, "cpus", None), cpus
+    try:
+        yield
+    finally:
+        _CPUS.cpus = before
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What one sandbox run gave back, as `SandboxedExecute` writes it and the autograde reads it: under
+    ``<records directory>/<student>/``, the notebook's own records, the grader's verdicts, the run's facts and its log."""
+
+    folder: pathlib.Path
+    lesson_id: str
+
+    @classmethod
+    def of(cls, records_directory: str | pathlib.Path, student: str, lesson_id: str) -> "RunFiles":
+        return cls(pathlib.Path(records_directory) / student, lesson_id)
+
+    @property
+    def records(self) -> pathlib.Path:
+        return self.folder / f"{self.lesson_id}.jsonl"
+
+    @property
+    def verdicts(self) -> pathlib.Path:
+        return self.folder / f"{self.lesson_id}.verdicts.jsonl"
+
+    @property
+    def run(self) -> pathlib.Path:
+        return self.folder / f"{self.lesson_id}.run.json"
+
+    @property
+    def log(self) -> pathlib.Path:
+        return self.folder / f"{self.lesson_id}.log"
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
+
+    timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
+    startup_timeout = Integer(120, help="Seconds the kernel may take to start").tag(config=True)
+    notebook_timeout = Float(0, help="Seconds the whole notebook may take (0: 3x the lesson's grading budget, at least 120)").tag(config=True)
+    backend = Unicode("auto", help="auto (bubblewrap, refusing when it cannot run), bubblewrap, or none").tag(config=True)
+    memory_mb = Integer(sandbox.Limits.memory_mb, help="Memory one submission may use").tag(config=True)
+    processes = Integer(sandbox.Limits.processes, help="Processes and threads one submission may run").tag(config=True)
+    course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
+    records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        student, lesson_id = info.get("student", "unknown"), info.get("assignment", "unknown")
+        course = Course.find(self.course_root or None)
+        limit = self.notebook_timeout or _default_limit(course, lesson_id)
+        limits = sandbox.Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
+                                memory_mb=self.memory_mb, processes=self.processes, cpus=getattr(_CPUS, "cpus", None))
+        directory = pathlib.Path(self.records_directory or course.default_work.records)
+        files = RunFiles.of(directory, student, lesson_id)
+        files.folder.mkdir(parents=True, exist_ok=True)
+        scratch = directory.parent / "sandbox"
+        from ..speed.judge import JudgeUnavailable
+
+        job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=json.loads(json.dumps(nb)), limits=limits,
+                  backend=self.backend, scratch=str(scratch))
+        try:
+            done = run(job)
+        except JudgeUnavailable as error:  # nothing ran: say exactly why (the result's "problem")
+            files.run.write_text(json.dumps({"problem": str(error), "finished": time.time()}), encoding="utf-8")
+            raise
+        outcome = done.outcome
+        files.records.write_text(outcome.records, encoding="utf-8")
+        files.verdicts.write_text(done.verdicts, encoding="utf-8")
+        files.run.write_text(json.dumps({
+            "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
+            "limit": limit, "finished": time.time(), "judged": done.judged, "judge_notes": done.judge_notes,
+            "warnings": outcome.warnings, "where": done.where, "attempts": done.attempts}), encoding="utf-8")
+        files.log.write_text(outcome.log + (f"\n[judge reference]\n{done.reference_log}" if done.judged else ""), encoding="utf-8")
+        if outcome.notebook is None:
+            raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
+        executed = from_dict(outcome.notebook)
+        untrusted.check_shape(executed, "the executed notebook")
+        if done.judged:
+            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), done.records, done.judge_notes)
+        return executed, resources
+
+
+def enforce_verdicts(executed, checks: dict[str, list[str]], records: list, notes: list[str]) -> None:
+    """A speed test cell without the grader's passing verdict for each of its checks gets an error output, so nbgrader
+    scores it 0 whatever the kernel printed (the formgrader and plain ``nbgrader autograde`` included)."""
+    decided = {record.name: record for record in records}
+    for cell in executed.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id not in checks:
+            continue
+        missing = [name for name in checks[grade_id] if not (decided.get(name) and decided[name].passed)]
+        if not missing:
+            continue
+        reasons = []
+        for name in missing:
+            if name in decided:
+                low, high = decided[name].ci
+                reasons.append(f"{name}: measured {decided[name].speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {decided[name].threshold:g}x")
+            else:
+                reasons.append(next((note for note in notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
+        message = "; ".join(reasons)
+        cell.outputs.append(from_dict({"output_type": "error", "ename": "SpeedVerdict", "evalue": f"no speed points from the grader: {message}",
+                                       "traceback": [f"SpeedVerdict: no speed points from the grader: {message}"]}))
+
+
+class SandboxFailed(RuntimeError):
+    """The notebook did not come back usable from its sandbox (timed out, out of memory, kernel died)."""
+
+
+def _default_limit(course: Course, lesson_id: str) -> float:
+    try:
+        return max(120.0, course.lesson(lesson_id).minutes_grading * 60 * 3)
+    except LookupError:
+        return 600.0
+
+

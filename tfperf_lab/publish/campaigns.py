@@ -1,0 +1,54 @@
+"""The flake campaigns' records: how a campaign's rows are written under docs/flake/, read back, printed and counted.
+
+`tfperf_lab.grading.flake` runs a campaign (it grades); this module only reads and writes what campaigns measured, so the
+README and docs/ writers need no grading code (and no nbgrader) to render them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+from ..course import variants
+
+
+def render(rows: list[dict], *, hogs: int, workers: int, bursts: int = 0) -> str:
+    lines = [f"speed checks: {hogs} busy core(s)" + (f" and {bursts} bursty neighbour(s)" if bursts else "") + f" beside grading, {workers} worker(s)",
+             "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | load |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"
+    for r in rows:
+        lines.append(f"| {r['lesson']} | {r['cell']} | {r['answer']} | {r['passed']} / {r['runs']} | {fmt(r['speedup_median'])} | "
+                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} | {fmt(r.get('load_median'))} |")
+    return "\n".join(lines)
+
+
+def wrong(rows: list[dict]) -> int:
+    """False failures of the reference plus false passes of unoptimized answers."""
+    return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
+
+
+def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap", bursts: int = 0) -> None:
+    """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
+    import datetime
+
+    from tfperf.link import PROTOCOL
+
+    # the link's protocol version: campaigns measured before protocol 2 (chained inputs, every call compared) say 1 or nothing
+    summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "bursts": bursts, "workers": workers,
+               "runs": runs, "protocol": PROTOCOL, "sandbox": sandbox, "rows": rows,
+               "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
+    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+
+
+def load_campaigns(folder: pathlib.Path) -> list[dict]:
+    """Every campaign under FOLDER; an unoptimized answer's rows only for the speed checks its exercise has."""
+    targets = {(variant.lesson, variant.name): set(variant.loses) for variant in variants.VARIANTS}
+    campaigns = []
+    for path in sorted(folder.glob("*.json")):
+        campaign = json.loads(path.read_text(encoding="utf-8"))
+        campaign["rows"] = [r for r in campaign["rows"]
+                            if r["answer"] == "reference" or r["cell"] in targets.get((r["lesson"], r["answer"]), ())]
+        campaigns.append(campaign | {"file": path.name})
+    return campaigns

@@ -1,0 +1,14 @@
+"""Speed verdicts, decided outside the learner's kernel.
+
+- `judge`: per graded submission, the sockets a kernel's speed checks connect to, the clean `reference` process that
+  serves the baselines, and pausing the jobs that share cores while one measures;
+- `reference`: that clean process (``python -I -m tfperf_lab.speed.reference``): the instructor's source only;
+- `timer`: the grader's clock, in a process of its own: chained batches, rounds a burst disturbed dropped, a hard bound
+  per check; its loop and decision rule are `tfperf.timing.paired_rounds`'.
+
+Imports the learner library (`tfperf`) and the course's notebook helpers; never nbgrader.
+"""
+
+# The technique of every record the grader measured (`tfperf.report.Record.technique`): the score stage pays speed
+# points only on records with it, and the flake campaigns count a check as the grader's by it.
+TECHNIQUE = "measured by the grader: its clock, a clean reference process, inputs it drew"
