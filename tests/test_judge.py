@@ -300,3 +300,19 @@ def test_a_judge_with_cores_of_its_own_measures_on_them_without_pausing_anyone(t
             judge._ACTIVE.discard(other)
     assert verdicts and verdicts[0]["passed"], (verdicts, referee.notes)
     assert seen["lock_held"] is False and seen["cpus"] == (0,) and seen["reference_cores"] == {0} and "paused" not in seen, seen
+
+
+def test_grading_processes_on_one_machine_take_turns_and_the_wait_stops_the_waiting_jobs_clocks(tmp_path, monkeypatch):
+    lock = tmp_path / "measuring.lock"
+    monkeypatch.setattr(judge, "MACHINE_LOCK", lock)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl, sys, time\nh = open(sys.argv[1], 'a')\nfcntl.flock(h, fcntl.LOCK_EX)\nprint('held', flush=True)\n"
+                               "time.sleep(0.8)\n", str(lock)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"  # another grading process is measuring
+    waiting = type("Job", (), {"paused_seconds": 0.0})()
+    began = time.monotonic()
+    with judge.Judge._machine_turn(waiting):
+        waited = time.monotonic() - began
+    holder.wait()
+    assert waited >= 0.5, waited
+    assert waiting.paused_seconds == pytest.approx(waited, abs=0.05)

@@ -14,7 +14,9 @@ and become the `Record` the score stage uses; the kernel only hears the verdict.
 Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process and the timer all on the job's cores)
 measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
 alone: every other such job of this process is paused meanwhile (its sandbox frozen, its reference process stopped),
-and the time it spent paused is added back to its time limits (`paused_seconds`). A measurement has a hard bound
+and the time it spent paused is added back to its time limits (`paused_seconds`). Across grading processes on one
+machine (a cluster's workers, a second grading run) such jobs also take turns, through a lock file (`MACHINE_LOCK`);
+the time a job waits for its turn is added back to its limits too. A measurement has a hard bound
 (`tfperf_lab.speed.timer.GRACE`), so no submission can hold the others for longer than its own checks' bounds.
 
 A candidate is accepted only while the runner reports the speed check's own test cell executing, and only once.
@@ -22,6 +24,8 @@ A candidate is accepted only while the runner reports the speed check's own test
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
@@ -50,6 +54,9 @@ REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells r
 # other unpinned grading job (their sandboxes and reference processes) is paused, so they never time against each other.
 # Jobs pinned to their own cores neither take this lock nor get paused.
 _MEASURING = threading.Lock()
+# ... and one at a time on this machine, whichever grading process they belong to (every worker of a local Dask cluster,
+# a second `tfperf-lab grade`): an advisory lock on this file, per user. Jobs on cores of their own do not take it.
+MACHINE_LOCK = pathlib.Path(tempfile.gettempdir()) / f"tfperf-lab-measuring-{os.getuid()}.lock"
 _ACTIVE: set = set()
 _ACTIVE_LOCK = threading.Lock()
 
@@ -271,28 +278,39 @@ class Judge:
                                      f"grading machine, not of the notebook: tell your instructor", candidate, reference)
             return
         alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
-        if alone:
-            _MEASURING.acquire()
-            with _ACTIVE_LOCK:
-                others = [judge for judge in _ACTIVE if judge is not self and judge.cpus is None]
-            for other in others:
-                other._pause()
-        try:
-            comparison = timer.measure(reference, candidate, options, self.group, cpus=self.cpus)
-        except Failed as failure:
-            self._not_measured(name, str(failure), candidate, reference)
-            return
-        finally:
-            self._thaw()
+        with contextlib.ExitStack() as turn:
             if alone:
+                turn.enter_context(_MEASURING)
+                turn.enter_context(self._machine_turn())
+                with _ACTIVE_LOCK:
+                    others = [judge for judge in _ACTIVE if judge is not self and judge.cpus is None]
                 for other in others:
-                    other._resume()
-                _MEASURING.release()
+                    other._pause()
+                    turn.callback(other._resume)
+            try:
+                comparison = timer.measure(reference, candidate, options, self.group, cpus=self.cpus)
+            except Failed as failure:
+                self._not_measured(name, str(failure), candidate, reference)
+                return
+            finally:
+                self._thaw()
         record = Record.of(name, comparison, technique=TECHNIQUE)
         self.records.append(record)
         verdict = {"passed": record.passed, "summary": comparison.summary()}
         candidate.close(verdict)
         reference.close(verdict)
+
+    @contextlib.contextmanager
+    def _machine_turn(self):
+        """This machine's turn to measure (`MACHINE_LOCK`); waiting for it stops this job's clocks like a pause does."""
+        began = time.monotonic()
+        with open(MACHINE_LOCK, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self.paused_seconds += time.monotonic() - began
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _not_measured(self, name: str, reason: str, *sides: Side) -> None:
         """A check this judge gives no verdict on: the note the report shows, and the reason each waiting side hears."""
