@@ -194,7 +194,19 @@ def cmd_lessons(args) -> int:
     return 0
 
 
+def cmd_settings(args) -> int:
+    """Print the settings a grading run may change (defaults, options, nbgrader traits) and the environment variables;
+    ``--docs`` writes them into docs/instructor-guide.md."""
+    from .course import config
+    from .publish import readme
+
+    print(readme.update(_course(args), "settings") if args.docs else config.table())
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
+    from .course.config import DEFAULTS
+
     top = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__.splitlines()[0])
     top.add_argument("--course", help="the course folder (default: the working directory or a parent holding autograder/ and "
                                       "solutions/ or lessons/; or $TFPERF_COURSE)")
@@ -218,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--work", help="work folder for gradebook, autograded copies, feedback (default: the course's .work/)")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
     grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
-    grade.add_argument("--cell-timeout", type=int, help="seconds one cell may take (default: 300)")
+    grade.add_argument("--cell-timeout", type=int, help=f"seconds one cell may take (default: {DEFAULTS.cell_seconds})")
     grade.add_argument("--workers", type=int, default=None,
                        help="notebooks graded at once, each sandbox pinned to its own cores (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
@@ -266,6 +278,10 @@ def parser() -> argparse.ArgumentParser:
     lessons = sub.add_parser("lessons", help=cmd_lessons.__doc__)
     lessons.add_argument("--readme", action="store_true", help="also write the table into the README")
     lessons.set_defaults(func=cmd_lessons)
+
+    settings = sub.add_parser("settings", help=cmd_settings.__doc__)
+    settings.add_argument("--docs", action="store_true", help="write the tables into docs/instructor-guide.md")
+    settings.set_defaults(func=cmd_settings)
 
     lint = sub.add_parser("lint", help=cmd_lint.__doc__)
     lint.set_defaults(func=cmd_lint)

@@ -6,6 +6,7 @@
 - `stamp`: the cells every lesson shares (setup, badges), stamped by ``tfperf-lab release``.
 - `lint`: the rules a lesson notebook keeps (``tfperf-lab lint``).
 - `variants`: the registry of correct-but-unoptimized answers the tests and the flake campaigns grade.
+- `config`: the tool's settings in one typed place (`GradingConfig`, `DEFAULTS`) and the environment variables.
 
 The bottom floor of the tool: imports nothing of the other folders and never nbgrader.
 """

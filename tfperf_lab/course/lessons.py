@@ -16,9 +16,9 @@ import os
 import pathlib
 
 from . import notebook
+from .config import COURSE_VARIABLE
 
 COURSE_ID = "tf-performance-lab"
-COURSE_VARIABLE = "TFPERF_COURSE"
 MARKER = pathlib.Path("autograder") / "nbgrader_config.py"
 
 

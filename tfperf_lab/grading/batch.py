@@ -25,6 +25,7 @@ from nbgrader.api import Gradebook
 
 from . import autograde, job, score, settings, stage
 from . import untrusted
+from ..course.config import DEFAULTS
 from ..course import Course, WorkFolder
 from .results import SubmissionResult
 
@@ -33,8 +34,8 @@ from .results import SubmissionResult
 # core per sandbox would change what they measure. On 2 or 3 cores: two workers, unpinned, the count measured free of
 # false failures (docs/flake/workers-2.json). From 4 cores: one worker per two cores, each pinned to its two (not
 # measured on such a machine yet: `tfperf-lab flake --workers N` does it).
-CORES_PER_PINNED_WORKER = 2
-DEFAULT_WORKERS = max(1, min(2, os.cpu_count() or 1)) if (os.cpu_count() or 1) < 4 else (os.cpu_count() or 4) // CORES_PER_PINNED_WORKER
+CORES_PER_PINNED_WORKER = DEFAULTS.cores_per_pinned_worker
+DEFAULT_WORKERS = DEFAULTS.workers()
 
 
 class NoSubmissions(FileNotFoundError):

@@ -24,6 +24,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Float, Integer, Unicode
 
 from ..course import Course
+from ..course.config import DEFAULTS, GradingConfig
 from ..isolation import sandbox
 from . import untrusted
 from .job import Job, run
@@ -104,15 +105,21 @@ class RunFiles:
         return self.folder / f"{self.lesson_id}.log"
 
 
+def _help(name: str) -> str:
+    field = next(f for f in dataclasses.fields(GradingConfig) if f.name == name)
+    return field.metadata["help"][:1].upper() + field.metadata["help"][1:]
+
+
 class SandboxedExecute(NbGraderPreprocessor):
     """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
 
-    timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
-    startup_timeout = Integer(120, help="Seconds the kernel may take to start").tag(config=True)
-    notebook_timeout = Float(0, help="Seconds the whole notebook may take (0: 3x the lesson's grading budget, at least 120)").tag(config=True)
-    backend = Unicode("auto", help="auto (bubblewrap, refusing when it cannot run), bubblewrap, or none").tag(config=True)
-    memory_mb = Integer(sandbox.Limits.memory_mb, help="Memory one submission may use").tag(config=True)
-    processes = Integer(sandbox.Limits.processes, help="Processes and threads one submission may run").tag(config=True)
+    # every default and help text from the course's one configuration (tfperf_lab.course.config)
+    timeout = Integer(DEFAULTS.cell_seconds, help=_help("cell_seconds")).tag(config=True)
+    startup_timeout = Integer(DEFAULTS.startup_seconds, help=_help("startup_seconds")).tag(config=True)
+    notebook_timeout = Float(DEFAULTS.notebook_seconds, help=_help("notebook_seconds")).tag(config=True)
+    backend = Unicode(DEFAULTS.backend, help=_help("backend")).tag(config=True)
+    memory_mb = Integer(DEFAULTS.memory_mb, help=_help("memory_mb")).tag(config=True)
+    processes = Integer(DEFAULTS.processes, help=_help("processes")).tag(config=True)
     course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
     records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
 
@@ -181,6 +188,7 @@ class SandboxFailed(RuntimeError):
 
 
 def _default_limit(course: Course, lesson_id: str) -> float:
+    """The whole notebook's limit when none is set (`GradingConfig.notebook_seconds` 0)."""
     try:
         return max(120.0, course.lesson(lesson_id).minutes_grading * 60 * 3)
     except LookupError:

@@ -74,10 +74,7 @@ def configure(c: Config, course: Course, work: WorkFolder | None = None) -> Conf
     c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
     c.SandboxedExecute.course_root = str(course.root)
     c.SandboxedExecute.records_directory = str(work.records)
-    # TensorFlow cells are slow: a speed check compares two variants for up to a few seconds each, and the first cell to
-    # touch TensorFlow pays ~4 s of import. The whole notebook is limited too (SandboxedExecute.notebook_timeout).
-    c.SandboxedExecute.timeout = 300
-    c.SandboxedExecute.startup_timeout = 120
+    # Cell, start-up and notebook limits: SandboxedExecute's defaults, from tfperf_lab.course.config (one place).
 
     # A deleted test cell is put back from the gradebook and scored, instead of silently skipped.
     c.OverwriteCells.add_missing_cells = True

@@ -4,6 +4,6 @@
   fallback) and the run loop (``python -I -m tfperf_lab.isolation.sandbox`` is its launcher);
 - `runner`: what runs inside the sandbox: the notebook's kernel, cell by cell (``python -m tfperf_lab.isolation.runner``).
 
-Imports nothing of the tool's other folders and never nbgrader (the sandbox runs without it); what crosses the
-sandbox's wall is checked on the host, by `tfperf_lab.grading.untrusted`.
+Imports only the course's configuration (`tfperf_lab.course.config`, its limits) and never nbgrader (the sandbox runs
+without it); what crosses the sandbox's wall is checked on the host, by `tfperf_lab.grading.untrusted`.
 """

@@ -47,6 +47,8 @@ import tempfile
 import time
 import uuid
 
+from ..course.config import DEFAULTS
+
 RUNNER = "tfperf_lab.isolation.runner"
 EXECUTED_LIMIT = 64 * 1024 * 1024  # bytes of executed notebook read back
 RECORDS_LIMIT = 4 * 1024 * 1024
@@ -62,11 +64,11 @@ class Limits:
     """What one submission may use. ``wall_seconds`` bounds the whole notebook, ``cell_seconds`` each cell."""
 
     wall_seconds: float = 600.0
-    cell_seconds: int = 300
-    startup_seconds: int = 120
-    memory_mb: int = 6144
-    processes: int = 512  # threads count too: TensorFlow starts dozens
-    file_mb: int = 256
+    cell_seconds: int = DEFAULTS.cell_seconds
+    startup_seconds: int = DEFAULTS.startup_seconds
+    memory_mb: int = DEFAULTS.memory_mb
+    processes: int = DEFAULTS.processes  # threads count too: TensorFlow starts dozens
+    file_mb: int = DEFAULTS.file_mb
     cpus: tuple[int, ...] | None = None  # cores the sandbox is pinned to (None: all)
 
 

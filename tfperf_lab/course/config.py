@@ -1,0 +1,75 @@
+"""The tool's settings in one typed place: every limit a grading run may change, with its default, and every
+environment variable the course reads.
+
+`GradingConfig` is to this course what otter-grader's ``AutograderConfig`` is to otter: the sandbox's `Limits`,
+nbgrader's ``SandboxedExecute`` traits, ``tfperf-lab grade``'s options and the generated settings table in
+docs/instructor-guide.md all take their defaults from `DEFAULTS`, so a default is written once. `ENVIRONMENT` lists
+the ``TFPERF_*`` variables; the learner library defines most of them (a test checks the names agree: importing it here
+would cost the sandbox's launcher half a second of NumPy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+COURSE_VARIABLE = "TFPERF_COURSE"
+DATA_VARIABLE = "TFPERF_DATA"
+
+
+@dataclasses.dataclass(frozen=True)
+class GradingConfig:
+    """What one grading run may change. Each field's metadata says where it is set: an option of ``tfperf-lab grade``
+    or ``check``, and the nbgrader trait the formgrader and plain ``nbgrader autograde`` read."""
+
+    cell_seconds: int = dataclasses.field(default=300, metadata={
+        "help": "seconds one cell may run. TensorFlow cells are slow: a speed check runs for seconds, the first cell to "
+                "touch TensorFlow pays ~4 s of import", "option": "--cell-timeout", "trait": "SandboxedExecute.timeout"})
+    startup_seconds: int = dataclasses.field(default=120, metadata={
+        "help": "seconds the kernel may take to start", "trait": "SandboxedExecute.startup_timeout"})
+    notebook_seconds: float = dataclasses.field(default=0.0, metadata={
+        "help": "seconds the whole notebook may take; 0: three times the lesson's grading time, at least 120",
+        "option": "--timeout", "trait": "SandboxedExecute.notebook_timeout"})
+    memory_mb: int = dataclasses.field(default=6144, metadata={
+        "help": "memory one submission may use (cgroup, else RLIMIT_AS)", "trait": "SandboxedExecute.memory_mb"})
+    processes: int = dataclasses.field(default=512, metadata={
+        "help": "processes and threads one submission may run (TensorFlow starts dozens)", "trait": "SandboxedExecute.processes"})
+    file_mb: int = dataclasses.field(default=256, metadata={"help": "largest file a submission may write"})
+    backend: str = dataclasses.field(default="auto", metadata={
+        "help": "auto (bubblewrap, refusing when it cannot run), bubblewrap, or none", "option": "--no-sandbox",
+        "trait": "SandboxedExecute.backend"})
+    cores_per_pinned_worker: int = dataclasses.field(default=2, metadata={
+        "help": "cores each worker gets on a machine of 4 cores or more (its sandbox, reference process and timer run "
+                "there and measure without pausing anyone)"})
+
+    def workers(self, cpu_count: int | None = None) -> int:
+        """Notebooks graded at once by default (``--workers``): up to 2 on a machine of fewer than 4 cores (their
+        measurements take turns), else one per ``cores_per_pinned_worker`` cores."""
+        cores = cpu_count or os.cpu_count() or 1
+        return max(1, min(2, cores)) if cores < 4 else cores // self.cores_per_pinned_worker
+
+
+DEFAULTS = GradingConfig()
+
+# Every environment variable the course reads: name -> (who reads it, what it does).
+ENVIRONMENT = {
+    DATA_VARIABLE: ("learner library", "a folder holding the four MNIST IDX files (or Keras' mnist.npz): used first"),
+    "TFPERF_OFFLINE": ("learner library", "never download: generate the offline digits instead (the sandbox sets it)"),
+    "TFPERF_PROFILE": ("learner library", "full or reduced workloads (default: reduced under grading or CI, else full)"),
+    "TFPERF_TF_LOGS": ("learner library", "1 keeps TensorFlow's own log lines (debugging TensorFlow itself)"),
+    "TFPERF_RECORD": ("learner library", "set by the course report and the sandbox: the file measurement records go to"),
+    "TFPERF_GRADER": ("learner library", "set by the grader only: the socket a graded speed check serves its function on"),
+    "TFPERF_GRADER_ROLE": ("learner library", "set by the grader only: candidate (the learner's kernel) or baseline (the clean process)"),
+    COURSE_VARIABLE: ("tool", "the course folder (default: the working directory and its parents)"),
+}
+
+
+def table() -> str:
+    """The settings and the environment variables as Markdown tables (docs/instructor-guide.md's generated block)."""
+    lines = ["| setting | default | set with | what it bounds |", "|---|---|---|---|"]
+    for field in dataclasses.fields(GradingConfig):
+        where = " / ".join(f"`{field.metadata[key]}`" for key in ("option", "trait") if key in field.metadata) or "-"
+        lines.append(f"| `{field.name}` | {field.default!r} | {where} | {field.metadata['help']} |")
+    lines += ["", "| environment variable | read by | what it does |", "|---|---|---|"]
+    lines += [f"| `{name}` | {reader} | {meaning} |" for name, (reader, meaning) in ENVIRONMENT.items()]
+    return "\n".join(lines)
