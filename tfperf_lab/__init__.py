@@ -10,3 +10,10 @@ from the bottom floor up (a folder imports only the folders below it; ``tests/te
 - `grading`: stage -> execute -> score -> batch, with nbgrader; the exchange and the flake campaigns.
 - `cli`: the command line, on top.
 """
+
+import sys as _sys
+
+# jsonschema (imported by nbformat) loads the optional RFC 3987 format checker when it is installed (jupyter_events
+# brings it): 0.8 s of grammar building in every process that reads a notebook (the command, the sandbox's runner, the
+# reference process), for URI formats no notebook schema uses. Every one of them imports this package first: skip it.
+_sys.modules.setdefault("rfc3987_syntax", None)

@@ -61,10 +61,6 @@ INSTALL_ADVICE = {
 }
 SETUP_HELP = """\
 If the next cell fails: on your own computer, install the course first (`pip install -e .` in the course
-folder, see the README). On Colab and Kaggle the cell installs the course helpers itself; on Kaggle, switch
-**Internet** on first (Session options in the editor's right-hand panel), since Kaggle notebooks start offline."""
-SETUP_HELP = """\
-If the next cell fails: on your own computer, install the course first (`pip install -e .` in the course
 folder, see the README). On Colab and Kaggle the cell installs the course helpers itself and ends with one
 message saying what to do if that fails; on Kaggle, switch **Internet** on first (Session options, in the
 editor's right-hand panel): Kaggle notebooks start offline."""

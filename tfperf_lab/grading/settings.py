@@ -47,7 +47,6 @@ AUTOGRADE_PREPROCESSORS = [
     SandboxedExecute,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
     untrusted.CapOutputs,
     untrusted.SanitizeOutputs,
     "nbgrader.preprocessors.SaveAutoGrades",
@@ -84,9 +83,8 @@ def configure(c: Config, course: Course, work: WorkFolder | None = None) -> Conf
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = TF_NOISE_PATTERN
 
-    # Output floods are cut before they reach the gradebook and the feedback (lines here, bytes in CapOutputs).
-    c.LimitOutput.max_lines = 400
-    c.LimitOutput.max_traceback = 40
+    # Output floods are cut before they reach the gradebook and the feedback: CapOutputs, in bytes (one line can be
+    # 40 MiB), the same rule the sandbox's runner applies (tfperf_lab.isolation.outputs), instead of nbgrader's LimitOutput.
 
     # Feedback shows what failed and the measured numbers, never the hidden tests or their traceback.
     c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS

@@ -14,15 +14,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
-import os
 import pathlib
 import shutil
-import stat
 
-from ..course import notebook
-from . import review
-from . import untrusted
-from ..course import Course, Lesson, WorkFolder
+from ..course import Course, Lesson, WorkFolder, notebook
+from ..isolation import sandbox
+from . import review, untrusted
 
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # the exchange's; release_feedback needs the secret
 
@@ -64,13 +61,9 @@ def read_untrusted(path: pathlib.Path, *, within: pathlib.Path | None = None) ->
             raise SubmissionError(f"{path.name}: {item.name} is a symbolic link, which grading never follows "
                                   f"(a zip can restore one): submit the notebook file itself")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        raise SubmissionError(f"{path.name} cannot be read ({error.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SubmissionError(f"{path.name} is not a regular file")
-        return handle.read(untrusted.MAX_NOTEBOOK_BYTES + 1)
+        return sandbox.read_regular(path, untrusted.MAX_NOTEBOOK_BYTES)
+    except sandbox.NotRegular as error:
+        raise SubmissionError(str(error)) from None
 
 
 def identify(course: Course, nb: dict, filename: str) -> Lesson:

@@ -14,7 +14,7 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
 
-from ..course import notebook
+from ..isolation import outputs
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 64
@@ -120,37 +120,17 @@ def validate(nb: dict, name: str) -> None:
         raise UntrustedInput(f"{name} is not a valid notebook: {str(error.message)[:300]}") from None
 
 
-def _cut(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", "ignore") + f"\n... [output cut at {limit // 1024} KiB by the grader]\n"
-
-
 class CapOutputs(NbGraderPreprocessor):
-    """Cap every output in bytes (nbgrader's LimitOutput counts lines, and one line can be 40 MiB)."""
+    """Cap every output in bytes, the rule of `tfperf_lab.isolation.outputs` with the host's limits (nbgrader's
+    LimitOutput counts lines, and one line can be 40 MiB: this takes its place)."""
 
     max_text_bytes = Integer(64 * 1024, help="Bytes kept of each text output (stream, error, text/* data)").tag(config=True)
     max_data_bytes = Integer(2 * 1024 * 1024, help="Bytes of each image or other data output; larger ones are dropped").tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code":
-            return cell, resources
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream":
-                output["text"] = _cut(notebook.text(output.get("text")), self.max_text_bytes)
-            elif output.get("output_type") == "error":
-                output["evalue"] = _cut(str(output.get("evalue", "")), self.max_text_bytes)
-                output["traceback"] = [_cut(str(line), self.max_text_bytes) for line in output.get("traceback", [])[:100]]
-            elif "data" in output:
-                for key in list(output["data"]):
-                    value = output["data"][key]
-                    value = notebook.text(value) if isinstance(value, (str, list)) else json.dumps(value)
-                    if key.startswith("text/"):
-                        output["data"][key] = _cut(value, self.max_text_bytes)
-                    elif len(value) > self.max_data_bytes:
-                        del output["data"][key]
-                        output["data"]["text/plain"] = f"[a {key} output of {len(value) // 1024} KiB was dropped by the grader]"
+        if cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                outputs.cap_output(output, text_bytes=self.max_text_bytes, data_bytes=self.max_data_bytes, by="by the grader")
         return cell, resources
 
 

@@ -18,9 +18,7 @@ import pathlib
 import sys
 import time
 
-# jsonschema (imported by nbformat) loads the optional RFC 3987 format checker when it is installed (jupyter_events
-# brings it): 0.8 s of grammar building in every sandbox, for URI formats no notebook schema uses. Skip it.
-sys.modules.setdefault("rfc3987_syntax", None)
+from . import outputs
 
 # nbgrader's Execute.error_on_timeout, so the host reads a timed-out cell the same way
 TIMEOUT_ERROR = {"ename": "CellTimeoutError", "evalue": "",
@@ -35,16 +33,6 @@ def _record_unreported_error(cell, execute_reply, **_) -> None:
                                                     for o in cell.get("outputs", [])):
         cell.setdefault("outputs", []).append({"output_type": "error", "ename": content.get("ename", "Error"),
                                                "evalue": content.get("evalue", ""), "traceback": content.get("traceback") or []})
-
-
-def _cap(nb: dict) -> None:
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            if isinstance(output.get("text"), str) and len(output["text"]) > TEXT_LIMIT:
-                output["text"] = output["text"][:TEXT_LIMIT] + "\n... [output cut in the sandbox]\n"
-            for key, value in list(output.get("data", {}).items()):
-                if isinstance(value, str) and len(value) > (TEXT_LIMIT if key.startswith("text/") else DATA_LIMIT):
-                    output["data"][key] = value[:TEXT_LIMIT] if key.startswith("text/") else "[dropped in the sandbox: too large]"
 
 
 def _not_traceable() -> None:
@@ -99,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"DeadKernelError: {error}", file=sys.stderr)
         status = 3
     executed = time.monotonic()
-    _cap(nb)
+    outputs.cap(nb, text_bytes=TEXT_LIMIT, data_bytes=DATA_LIMIT, by="in the sandbox")
     pathlib.Path(args.out).write_text(json.dumps(nb), encoding="utf-8")
     pathlib.Path(args.out).with_name("timings.json").write_text(
         json.dumps({"runner_imports": imported - began, "kernel_and_cells": executed - imported}), encoding="utf-8")

@@ -598,18 +598,36 @@ def _job_folder(parent: pathlib.Path, nb: dict, lesson_files: pathlib.Path | Non
     return job
 
 
-def _read_back(path: pathlib.Path, limit: int) -> bytes | None:
-    """A file the sandbox wrote, if it is a regular file within ``limit`` bytes (never following a link it planted)."""
+class NotRegular(OSError):
+    """A file that untrusted code wrote or sent is a link, not a regular file, or cannot be opened; says which."""
+
+
+def read_regular(path: pathlib.Path, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of ``path``, opened without following a link (a sandbox or a submitter may plant one)
+    and only if it is a regular file (a FIFO would block, a device never end). The one reader of untrusted files: the
+    caller decides what more than ``limit`` bytes means.
+
+    Raises:
+        NotRegular: with the reason.
+    """
     import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
+    except OSError as error:
+        raise NotRegular(f"{path.name} cannot be read ({error.strerror})") from None
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = handle.read(limit + 1)
+            raise NotRegular(f"{path.name} is not a regular file")
+        return handle.read(limit + 1)
+
+
+def _read_back(path: pathlib.Path, limit: int) -> bytes | None:
+    """A file the sandbox wrote, if it is a regular file within ``limit`` bytes."""
+    try:
+        data = read_regular(path, limit)
+    except NotRegular:
+        return None
     return None if len(data) > limit else data
 
 

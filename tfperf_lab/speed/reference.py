@@ -13,7 +13,6 @@ import os
 import sys
 import time
 
-sys.modules.setdefault("rfc3987_syntax", None)  # see tfperf_lab.isolation.runner: an unused, slow import
 
 def cells(nb: dict) -> list[tuple[int, str]]:
     """(index, source) of the cells the reference runs: fixtures and speed test cells, up to the last speed test cell."""
