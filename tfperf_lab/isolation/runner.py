@@ -18,6 +18,8 @@ import pathlib
 import sys
 import time
 
+from typing import Callable
+
 from . import outputs
 
 # nbgrader's Execute.error_on_timeout, so the host reads a timed-out cell the same way
@@ -33,6 +35,39 @@ def _record_unreported_error(cell, execute_reply, **_) -> None:
                                                     for o in cell.get("outputs", [])):
         cell.setdefault("outputs", []).append({"output_type": "error", "ename": content.get("ename", "Error"),
                                                "evalue": content.get("evalue", ""), "traceback": content.get("traceback") or []})
+
+
+def execute(nb, *, cell_timeout: int, startup_timeout: int, cwd: str, env: dict | None = None,
+            on_start: Callable[[int], None] | None = None, on_end: Callable[[int, dict], None] | None = None) -> int:
+    """Execute ``nb`` (a NotebookNode) in place, every cell in order, in a Python kernel of its own started in ``cwd``
+    (with ``env``, else this process's environment): the one way the tool runs a notebook.
+
+    nbgrader's execution settings: errors allowed, a cell interrupted at ``cell_timeout`` gets a ``CellTimeoutError``
+    output, an error reply without an error output gets one, the kernel's history kept in memory. ``on_start(index)``
+    and ``on_end(index, cell)`` are called around each cell. Returns 0, or 3 when the kernel died.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    def started(cell, cell_index, **_):
+        if on_start is not None:
+            on_start(cell_index)
+
+    def executed(cell, cell_index, execute_reply, **_):
+        _record_unreported_error(cell, execute_reply)
+        if on_end is not None:
+            on_end(cell_index, cell)
+
+    client = NotebookClient(nb, timeout=cell_timeout, startup_timeout=startup_timeout, kernel_name="python3",
+                            allow_errors=True, interrupt_on_timeout=True, raise_on_iopub_timeout=True,
+                            error_on_timeout=TIMEOUT_ERROR, extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                            on_cell_execute=started, on_cell_executed=executed, resources={"metadata": {"path": cwd}})
+    try:
+        client.execute(**({"env": env} if env is not None else {}))
+    except DeadKernelError as error:
+        print(f"DeadKernelError: {error}", file=sys.stderr)
+        return 3
+    return 0
 
 
 def _not_traceable() -> None:
@@ -59,33 +94,19 @@ def main(argv: list[str] | None = None) -> int:
 
     began = time.monotonic()
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
+
+    __import__("nbclient")  # here, so the timings below split the imports from the kernel's run
 
     imported = time.monotonic()
     nb = nbformat.reads(pathlib.Path(args.notebook).read_text(encoding="utf-8"), as_version=4)
-    client = NotebookClient(nb, timeout=args.cell_timeout, startup_timeout=args.startup_timeout, kernel_name="python3",
-                            allow_errors=True, interrupt_on_timeout=True, raise_on_iopub_timeout=True,
-                            error_on_timeout=TIMEOUT_ERROR, extra_arguments=["--HistoryManager.hist_file=:memory:"],
-                            on_cell_executed=_record_unreported_error, resources={"metadata": {"path": args.cwd}})
+    on_start = on_end = None
     if args.progress is not None:
         progress = open(args.progress, "w", buffering=1, encoding="ascii")
         os.set_inheritable(args.progress, False)  # the kernel this runner starts must not write to it
-
-        def started(cell, cell_index, **_):
-            progress.write(f"start {cell_index}\n")
-
-        def executed(cell, cell_index, execute_reply, **_):
-            progress.write(f"end {cell_index}\n")
-            _record_unreported_error(cell, execute_reply)
-
-        client.on_cell_execute, client.on_cell_executed = started, executed
-    status = 0
-    try:
-        client.execute()
-    except DeadKernelError as error:
-        print(f"DeadKernelError: {error}", file=sys.stderr)
-        status = 3
+        on_start = lambda index: progress.write(f"start {index}\n")  # noqa: E731
+        on_end = lambda index, cell: progress.write(f"end {index}\n")  # noqa: E731
+    status = execute(nb, cell_timeout=args.cell_timeout, startup_timeout=args.startup_timeout, cwd=args.cwd,
+                     on_start=on_start, on_end=on_end)
     executed = time.monotonic()
     outputs.cap(nb, text_bytes=TEXT_LIMIT, data_bytes=DATA_LIMIT, by="in the sandbox")
     pathlib.Path(args.out).write_text(json.dumps(nb), encoding="utf-8")

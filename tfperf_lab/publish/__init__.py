@@ -5,5 +5,6 @@
 - `campaigns`: the flake campaigns' records under docs/flake/ (written, read back, printed, counted);
 - `ranges`: the speedup ranges the lessons quote, from docs/runs/ (``tfperf-lab ranges``).
 
-Never grades and never imports nbgrader: it reads what grading and campaigns wrote.
+Never grades and never imports nbgrader: it reads what grading and campaigns wrote, and runs notebooks the one way
+the tool does (`tfperf_lab.isolation.runner.execute`).
 """

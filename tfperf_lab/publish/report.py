@@ -17,7 +17,6 @@ import tempfile
 import time
 
 import nbformat
-from nbclient import NotebookClient
 from tqdm.auto import tqdm
 
 import tfperf
@@ -25,6 +24,8 @@ from tfperf.report import RECORD_VARIABLE, Record, load_records
 from tfperf.units import format_seconds
 
 from ..course import Course, Lesson
+from ..course.config import DEFAULTS
+from ..isolation import runner
 
 PROFILES = ("reduced", "full")
 
@@ -45,20 +46,22 @@ def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", 
     shutil.copytree(lesson.source.parent, scratch, dirs_exist_ok=True)
     # the kernel records its measurements to RECORDS; its temporary files (TensorBoard logs...) go with the scratch copy
     kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch), "TFPERF_PROFILE": profile})
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(scratch)}})
     errors = []
+    bar = tqdm(total=len(nb.cells), desc=lesson.id, unit="cell", disable=not progress, leave=False)
+
+    def done(index: int, cell) -> None:
+        bar.update(index + 1 - bar.n)
+        errors.extend(f"{lesson.id} cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}"
+                      for output in cell.get("outputs", []) if output.get("output_type") == "error")
+
     try:
-        with client.setup_kernel(env=kernel_env):
-            for index, cell in enumerate(tqdm(nb.cells, desc=lesson.id, unit="cell", disable=not progress, leave=False)):
-                if cell.cell_type != "code":
-                    continue
-                client.execute_cell(cell, index)
-                for output in cell.get("outputs", []):
-                    if output.get("output_type") == "error":
-                        errors.append(f"{lesson.id} cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
+        status = runner.execute(nb, cell_timeout=cell_timeout, startup_timeout=DEFAULTS.startup_seconds, cwd=str(scratch),
+                                env=kernel_env, on_end=done)
     finally:
+        bar.close()
         shutil.rmtree(scratch, ignore_errors=True)
+    if status:
+        errors.append(f"{lesson.id}: the kernel died")
     return errors
 
 
