@@ -240,3 +240,17 @@ def test_real_sync_devices_exists_in_the_tensorflow_the_course_supports():
     import tensorflow as tf
 
     assert callable(tf.test.experimental.sync_devices)  # added in TF 2.14; the course needs 2.16
+
+
+def test_a_round_a_burst_landed_on_costs_no_budget(clock):
+    """Half the rounds are dropped (a neighbour's burst): the check still gets its budget of kept rounds' time."""
+    def pair(index):  # every round takes 1 s; the ratio wavers around 1.5 so no interval decides against 1.5
+        clock.now += 1.0
+        return 1.5 + (0.2 if (index // 2) % 2 else -0.2), 1.0  # kept (even) rounds alternate 1.3, 1.7
+
+    every_other = lambda count: [i % 2 == 0 for i in range(count)]  # noqa: E731
+    dropped = timing.paired_rounds(pair, threshold=1.5, min_rounds=4, budget=10.0, clock=clock, keep=every_other)
+    assert dropped.dropped >= 9 and len(dropped.samples[0]) >= 10, dropped  # ~10 s of kept rounds, ~10 s dropped
+    clock.now = 0.0
+    steady = timing.paired_rounds(pair, threshold=1.5, min_rounds=4, budget=10.0, clock=clock)
+    assert steady.dropped == 0 and len(steady.samples[0]) == 11, steady  # out of time after 10 s of rounds, as before
