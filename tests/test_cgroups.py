@@ -13,6 +13,7 @@ import os
 import pathlib
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -177,3 +178,29 @@ def test_the_delegated_group_is_the_graders_own_and_stays_put_once_the_grader_mo
     moved = scope + "/tfperf-lab-grader"  # after an earlier job emptied the scope into our leaf
     assert sandbox._Cgroup.delegated(root, moved, False, "tfperf-lab") == root / scope[1:]
     assert sandbox._Cgroup.delegated(root, None, False, "tfperf-lab") == root
+
+
+@needs_root
+@needs_v1
+def test_a_job_left_frozen_by_a_grader_that_died_is_thawed_killed_and_removed_and_a_live_graders_job_is_not():
+    parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a grader killed with SIGKILL: its pid names the job, and it is no longer alive
+    stale = sandbox._Cgroup(f"{gone.pid}-{uuid.uuid4().hex[:8]}", sandbox.Limits(), parent=parent)
+    live = sandbox._Cgroup(f"{os.getpid()}-{uuid.uuid4().hex[:8]}", sandbox.Limits(), parent=parent)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        for procs in stale.procs:
+            pathlib.Path(procs).write_text(str(sleeper.pid))
+        stale.freeze()
+        removed = sandbox.sweep_stale(parent=parent)
+        assert sorted(folder.name for folder in removed) == [f"job-{stale.name}"] * len(stale.folders), removed
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+        assert not any(folder.exists() for folder in stale.folders) and all(folder.exists() for folder in live.folders)
+    finally:
+        sleeper.kill()
+        live.remove()
+        stale.remove()
+        for controller in sandbox.V1_CONTROLLERS:
+            if (pathlib.Path("/sys/fs/cgroup") / controller / parent).is_dir():
+                (pathlib.Path("/sys/fs/cgroup") / controller / parent).rmdir()

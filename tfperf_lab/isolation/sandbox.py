@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -526,6 +527,42 @@ class _Cgroup:
         self.freeze_file = None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
+
+
+def sweep_stale(root: pathlib.Path | None = None, parent: str | None = None) -> list[pathlib.Path]:
+    """Remove the job groups of graders that died without cleaning up (SIGKILL, the OOM killer, a power cut): a job left
+    frozen never runs again and keeps its memory. A job's groups are named ``job-<grader's pid>-<id>``; those whose
+    grader is gone are thawed, their processes killed, their folders removed. Returns the folders removed."""
+    root, parent = pathlib.Path(root or CGROUP_ROOT), parent or CGROUP_PARENT
+    bases: list[tuple[pathlib.Path, str]] = []
+    if (root / "cgroup.controllers").exists():
+        bases.append((_Cgroup.delegated(root, _own_cgroup(None), os.geteuid() == 0, parent), "v2"))
+    else:
+        for controller in sorted(V1_CONTROLLERS, key=lambda name: name != "freezer"):  # thaw first: a frozen task cannot die
+            own = _own_cgroup(controller)
+            hierarchy = root / controller
+            bases.append((hierarchy if os.geteuid() == 0 or own is None else hierarchy / own.lstrip("/"), "v1"))
+    removed = []
+    for base, kind in bases:
+        for folder in sorted((base / parent).glob("job-*-*")) if (base / parent).is_dir() else []:
+            pid = folder.name.split("-")[1]
+            if pid.isdigit() and not _alive(int(pid)):
+                _Cgroup.adopt(folder, kind).remove()
+                removed.append(folder)
+    return removed
+
+
+_SWEPT = threading.Event()  # stale groups are swept once per grading process, before its first job
+
+
 def _prefixes(relative: pathlib.PurePath) -> list[pathlib.PurePath]:
     """``a/b/c`` -> [a, a/b, a/b/c]."""
     parts = relative.parts
@@ -641,7 +678,10 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     scratch.mkdir(parents=True, exist_ok=True)
     job = _job_folder(scratch, nb, lesson_files)
     # a cgroup for every backend (--no-sandbox too): its limits, and the freezer the judge needs to time speed checks
-    group = _Cgroup(uuid.uuid4().hex[:12], limits)
+    if not _SWEPT.is_set():
+        _SWEPT.set()
+        sweep_stale()
+    group = _Cgroup(f"{os.getpid()}-{uuid.uuid4().hex[:12]}", limits)  # the grader's pid: see sweep_stale
     warnings = list(group.missing)
     inside = INSIDE if chosen.isolated else job
     env = _environment(data, chosen.isolated, job)
