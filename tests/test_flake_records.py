@@ -46,8 +46,7 @@ def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
 
 GRADER_BUSY = [c for c in campaigns.load_campaigns(readme.flake_folder(COURSE))
                if c.get("verdicts") == "grader" and (c["hogs"] >= 1 or c.get("bursts"))]
-BURSTY_LESSONS = ("01_callable_handles", "02_graph_growth", "03_tf_function", "05_metrics", "06_gradient_tape",  # graded beside bursts
-                  "09_nan_checks")
+SPEED_LESSONS = [lesson.id for lesson in COURSE.lessons if lesson.speed_checks()]
 
 
 @pytest.mark.parametrize("campaign", GRADER_BUSY, ids=lambda c: c["file"])
@@ -77,11 +76,15 @@ def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_wi
     assert not missing, f"measure them: tfperf-lab flake LESSON --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/LESSON{suffix}.json: {missing}"
 
 
-@pytest.mark.parametrize("lesson_id", BURSTY_LESSONS)
-def test_the_lessons_whose_verdicts_bursts_flipped_were_graded_beside_bursty_neighbours(lesson_id):
+@pytest.mark.parametrize("lesson_id", SPEED_LESSONS)
+def test_every_lesson_with_speed_checks_was_graded_beside_bursty_neighbours_on_the_current_protocol(lesson_id):
     """Load that comes in bursts (another grading job, a notebook beside) moved verdicts that steady spinners did not:
-    these lessons have a campaign with bursty neighbours, held to the same rule as every campaign above."""
-    covered = {r["lesson"] for c in GRADER_BUSY if c.get("bursts") and not c["hogs"] for r in c["rows"]}
+    every lesson has a campaign beside bursty neighbours, measured with today's link protocol and held to the same rule
+    as every campaign above."""
+    from tfperf.link import PROTOCOL
+
+    covered = {r["lesson"] for c in GRADER_BUSY if c.get("bursts") and not c["hogs"] and c.get("protocol") == PROTOCOL
+               for r in c["rows"]}
     assert lesson_id in covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --burst 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.burst.json")
 
