@@ -229,6 +229,12 @@ def _own_cgroup(controller: str | None) -> str | None:
     return None
 
 
+def _v1_base(hierarchy: pathlib.Path, controller: str) -> pathlib.Path:
+    """Where our parent group goes in a v1 hierarchy: its root for root, else the grader's own group there."""
+    own = _own_cgroup(controller)
+    return hierarchy if os.geteuid() == 0 or own is None else hierarchy / own.lstrip("/")
+
+
 class _Cgroup:
     """One job's cgroup: its memory and process limits and its freezer, set up as systemd and nsjail do it.
 
@@ -382,8 +388,7 @@ class _Cgroup:
             if not hierarchy.is_dir():
                 why[controller] = f"no cgroup v1 {controller} hierarchy is mounted at {hierarchy}"
                 continue
-            own = _own_cgroup(controller)
-            base = hierarchy if os.geteuid() == 0 or own is None else hierarchy / own.lstrip("/")
+            base = _v1_base(hierarchy, controller)
             leaf = base / self.parent / f"job-{self.name}"
             try:
                 leaf.parent.mkdir(exist_ok=True)
@@ -547,9 +552,7 @@ def sweep_stale(root: pathlib.Path | None = None, parent: str | None = None) -> 
         bases.append((_Cgroup.delegated(root, _own_cgroup(None), os.geteuid() == 0, parent), "v2"))
     else:
         for controller in sorted(V1_CONTROLLERS, key=lambda name: name != "freezer"):  # thaw first: a frozen task cannot die
-            own = _own_cgroup(controller)
-            hierarchy = root / controller
-            bases.append((hierarchy if os.geteuid() == 0 or own is None else hierarchy / own.lstrip("/"), "v1"))
+            bases.append((_v1_base(root / controller, controller), "v1"))
     removed = []
     for base, kind in bases:
         for folder in sorted((base / parent).glob("job-*-*")) if (base / parent).is_dir() else []:
