@@ -43,3 +43,24 @@ def no_real_mnist(tmp_path, monkeypatch):
     tfperf.data._load_full.cache_clear()
     yield
     tfperf.data._load_full.cache_clear()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Every reference answer's speed check graded in this run, thinnest margin first: what this machine measured.
+
+    The margin is the median speedup over the threshold. The interval's low is no margin: the timer stops measuring
+    as soon as the interval clears the threshold, so a passing check's low sits just above it by design. CI prints
+    this, so a machine unlike the dev VM shows which check it brings near its threshold before one fails.
+    """
+    import sys
+
+    pipeline = sys.modules.get("pipeline")
+    rows = [(lesson, record) for lesson, student, record in getattr(pipeline, "MEASURED", []) if student == "reference"]
+    if not rows:
+        return
+    terminalreporter.section("speed margins of the reference answers on this machine (median speedup / threshold)")
+    for lesson, record in sorted(rows, key=lambda row: row[1].speedup / row[1].threshold):
+        margin = record.speedup / record.threshold
+        terminalreporter.write_line(
+            f"{margin:5.2f}  {lesson:22} {record.name:40} {record.speedup:7.2f}x ({record.ci[0]:.2f}-{record.ci[1]:.2f}, "
+            f"{record.rounds} rounds)  needs {record.threshold:g}x" + ("  THIN" if margin < 1.5 else ""))

@@ -10,27 +10,15 @@ structure point it got right and loses the cells that check its outputs, and the
 import pytest
 
 from pipeline import COURSE, grade_submissions, scores, with_solution
+from tfperf_lab.course import variants
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("02_graph_growth")
 FINALIZE = "        self.graph.finalize()\n"
 CALL = ("        feed = {self.image: image, self.flip: flip, self.brightness: brightness, self.contrast: contrast}\n"
         "        return self.session.run(self.output, feed)\n")
+REGISTERED = {variant.name: variant for variant in variants.for_lesson(LESSON.id)}  # leaky_loop, new_graph_per_image
 VARIANTS = {
-    "leaky_loop": {
-        FINALIZE: "",
-        CALL: ("        with self.graph.as_default():\n"
-               "            output = augment_ops(image, flip, brightness, contrast)\n"
-               "        return self.session.run(output)\n"),
-    },
-    "new_graph_per_image": {
-        CALL: ("        self.graph = tf.Graph()\n"
-               "        with self.graph.as_default():\n"
-               "            output = augment_ops(image, flip, brightness, contrast)\n"
-               "        self.graph.finalize()\n"
-               "        with v1.Session(graph=self.graph) as self.session:\n"
-               "            return self.session.run(output)\n"),
-    },
     "not_finalized": {FINALIZE: ""},
     "contrast_never_fed": {
         '            self.contrast = v1.placeholder(tf.float32, [], name="contrast")\n':
@@ -54,10 +42,11 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, "augmenter_solution", replace) for student, replace in VARIANTS.items()})
+    notebooks = {student: with_solution(LESSON, "augmenter_solution", replace) for student, replace in VARIANTS.items()}
+    return grade_submissions(tmp_path_factory, LESSON, notebooks | {name: variant.notebook(LESSON) for name, variant in REGISTERED.items()})
 
 
-@pytest.mark.parametrize("student", sorted(VARIANTS))
+@pytest.mark.parametrize("student", sorted(EXPECTED))
 def test_correct_but_unoptimized_answers_keep_only_the_points_they_earn(graded, student):
     result = graded[student]
     assert result.error is None, result.lines()
