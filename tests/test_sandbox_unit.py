@@ -84,3 +84,25 @@ def test_a_cell_over_its_time_limit_is_interrupted_and_the_next_cell_runs(tmp_pa
 def test_a_notebook_over_its_memory_is_stopped_and_said_so(tmp_path):
     outcome = _run(tmp_path, "block = bytearray(1536 * 2**20)\nblock[::4096] = b'x' * len(block[::4096])", memory_mb=512)
     assert outcome.notebook is None and "more than its 512 MiB of memory" in (outcome.problem or ""), (outcome.problem, outcome.log[-500:])
+
+
+def test_the_runner_waits_a_cells_limit_for_its_outputs_not_nbclients_four_seconds(monkeypatch):
+    """CI, 2026-12-01: a slow lesson-10 answer was NOT GRADED because one cell's outputs came more than 4 s after its
+    reply (nbclient's default IOPub wait) while the machine was busy; the whole notebook failed."""
+    import nbclient
+    import nbformat
+
+    from tfperf_lab.isolation import runner
+
+    made = {}
+
+    class Client:
+        def __init__(self, nb, **options):
+            made.update(options)
+
+        def execute(self, **_):
+            return None
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    assert runner.execute(nbformat.v4.new_notebook(), cell_timeout=300, startup_timeout=60, cwd=".") == 0
+    assert made["raise_on_iopub_timeout"] and made["iopub_timeout"] == made["timeout"] == 300, made

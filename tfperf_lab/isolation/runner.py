@@ -60,6 +60,9 @@ def execute(nb, *, cell_timeout: int, startup_timeout: int, cwd: str, env: dict 
 
     client = NotebookClient(nb, timeout=cell_timeout, startup_timeout=startup_timeout, kernel_name="python3",
                             allow_errors=True, interrupt_on_timeout=True, raise_on_iopub_timeout=True,
+                            # a cell's outputs may arrive after its reply: under load, or when the job was paused while
+                            # another measured (nbclient's own 4 s failed a whole notebook in CI); a cell's limit, not 4 s
+                            iopub_timeout=cell_timeout,
                             error_on_timeout=TIMEOUT_ERROR, extra_arguments=["--HistoryManager.hist_file=:memory:"],
                             on_cell_execute=started, on_cell_executed=executed, resources={"metadata": {"path": cwd}})
     try:
