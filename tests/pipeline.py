@@ -77,8 +77,13 @@ def grade_submissions(tmp_path_factory, lesson: Lesson, notebooks: dict[str, dic
     for student, submitted in notebooks.items():
         write_submission(folder, student, lesson, submitted)
     results = batch.grade(COURSE, folder, work=WorkFolder(tmp_path_factory.mktemp("work")), with_feedback=False, progress=False)
-    MEASURED.extend((lesson.id, result.student, record) for result in results for record in result.measurements if record.threshold)
+    keep_measurements(results)
     return {result.student: result for result in results}
 
 
 MEASURED: list = []  # (lesson, student, Record) of every graded speed check in this test run: conftest prints their margins
+
+
+def keep_measurements(results) -> None:
+    """Add the graded speed checks of ``results`` to MEASURED."""
+    MEASURED.extend((result.lesson, result.student, record) for result in results for record in result.measurements if record.threshold)

@@ -15,7 +15,7 @@ import pytest
 
 from tfperf_lab.grading import batch
 from tfperf_lab.course import lint, notebook, WorkFolder
-from pipeline import COURSE, MEASURED, hidden_lines, leaks, write_submission
+from pipeline import COURSE, hidden_lines, keep_measurements, leaks, write_submission
 
 pytestmark = pytest.mark.pipeline
 # TFPERF_TEST_LESSONS=01,03 restricts these tests to some lessons while developing one (CI runs all).
@@ -39,7 +39,7 @@ def graded(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(elsewhere))
         results = batch.grade(COURSE, references, work=WorkFolder(work), with_feedback=False, progress=False)
-    MEASURED.extend((r.lesson, r.student, record) for r in results for record in r.measurements if record.threshold)
+    keep_measurements(results)
     left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TFPERF_DATA", raising=False)
