@@ -118,6 +118,6 @@ def test_a_cluster_that_does_not_answer_is_a_clear_message_and_grades_nothing(tm
 
     write_submission(tmp_path / "class", "ana", L01, L01.source_notebook())
     code = cli.main(["--course", str(COURSE.root), "grade", str(tmp_path / "class"), "--work", str(tmp_path / "work"),
-                     "--cluster", "tcp://127.0.0.1:9"])
-    assert code == 2 and "no Dask scheduler answered at tcp://127.0.0.1:9" in capsys.readouterr().err
+                     "--cluster", "tcp://127.0.0.1:9", "--cluster-timeout", "3"])
+    assert code == 2 and "no Dask scheduler answered at tcp://127.0.0.1:9 within 3 s" in capsys.readouterr().err
     assert not (tmp_path / "work" / "grades.csv").exists()

@@ -100,6 +100,20 @@ def test_a_candidate_served_outside_its_cell_or_twice_is_not_measured(tiny, monk
 def test_a_check_never_served_is_named(tiny):
     referee, verdicts = _run(tiny, [])
     assert not referee.records and any("never served" in note for note in referee.notes), referee.notes
+    assert referee._reference is None, "no candidate came: the reference process (a second TensorFlow import) should never start"
+
+
+def test_the_reference_process_starts_with_the_first_candidate_and_a_failed_start_is_the_machines_fault(tiny, monkeypatch):
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert referee._reference is not None and verdicts[0]["passed"], (verdicts, referee.notes)
+
+    def cannot(self):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(judge.Judge, "_start_reference", cannot)
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert not verdicts[0]["passed"] and "could not start its reference process" in verdicts[0]["reason"], verdicts
+    assert "not of the notebook" in verdicts[0]["reason"] and not referee.records
 
 
 def test_digests_need_every_element_and_tolerate_rounding():

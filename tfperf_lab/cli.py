@@ -78,7 +78,8 @@ def cmd_grade(args) -> int:
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
                               timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
-                              force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster)
+                              force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster,
+                              cluster_timeout=args.cluster_timeout)
     except ClusterUnavailable as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
@@ -237,6 +238,8 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
     grade.add_argument("--cluster", metavar="ADDRESS", help="run each submission on a worker of this Dask cluster (tcp://host:8786; "
                                                             "see docs/instructor-guide.md); this machine scores and writes")
+    grade.add_argument("--cluster-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="how long to wait for the cluster's scheduler to answer before grading nothing (default: 30)")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
     grade.set_defaults(func=cmd_grade)

@@ -180,13 +180,15 @@ def _core_slots(workers: int):
 
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
           timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
-          with_feedback: bool = True, progress: bool = True, backend: str = "auto", cluster: str | None = None) -> list[SubmissionResult]:
+          with_feedback: bool = True, progress: bool = True, backend: str = "auto", cluster: str | None = None,
+          cluster_timeout: float = 30.0) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
     was stopped halfway resumes where it stopped. With ``cluster`` (a Dask scheduler's address), each submission's
     sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
-    machine stages, scores and writes everything. Raises `NoSubmissions` for an empty folder and
+    machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
+    grades nothing. Raises `NoSubmissions` for an empty folder and
     `tfperf_lab.isolation.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
     """
     from ..isolation import sandbox
@@ -217,7 +219,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     if cluster and queued:
         from .cluster import DaskExecutor
 
-        remote = DaskExecutor(cluster)
+        remote = DaskExecutor(cluster, timeout=cluster_timeout)
         workers = remote.slots
     with contextlib.ExitStack() as stack:
         if remote is not None:

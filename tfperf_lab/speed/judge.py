@@ -11,6 +11,10 @@ the learner's sandbox frozen (its cgroup) while the baseline runs, every answer'
 reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from the grader's side
 and become the `Record` the score stage uses; the kernel only hears the verdict.
 
+The reference process starts when the first candidate says hello, not with the submission: a notebook that never reaches
+a speed check (an untouched or half-finished one, a crash) costs no second TensorFlow import and no fixture cells. The
+candidate waits those seconds at its first check; the wait is not timed.
+
 Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process and the timer all on the job's cores)
 measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
 alone: every other such job of this process is paused meanwhile (its sandbox frozen, its reference process stopped),
@@ -124,7 +128,8 @@ class Judge:
         self._moved = threading.Condition()  # the runner's progress changed
         self._closed = False
         self._threads: list[threading.Thread] = []
-        self._reference: subprocess.Popen | None = None
+        self._reference: subprocess.Popen | None = None  # started by the first candidate (`_ensure_reference`)
+        self._starting = threading.Lock()
         self.reference_log = ""
 
     # -- life cycle -----------------------------------------------------------------------------------------------
@@ -132,7 +137,6 @@ class Judge:
         try:
             self._candidates = _listener(self.candidate_address)
             self._references = _listener(self.reference_address)
-            self._start_reference()
         except OSError as error:
             for name in ("_candidates", "_references"):
                 if hasattr(self, name):
@@ -164,10 +168,11 @@ class Judge:
                 side.close({"passed": False, "reason": "grading ended"})
             self._waiting.clear()
             self._ready.notify_all()
-        if self._reference is not None:
-            self._reference.kill()
-            log = self._reference.communicate()[0] or b""
-            self.reference_log = log.decode("utf-8", "replace")[-4000:]
+        with self._starting:  # no reference starts after this (``_closed``), and one that started is stopped here
+            if self._reference is not None:
+                self._reference.kill()
+                log = self._reference.communicate()[0] or b""
+                self.reference_log = log.decode("utf-8", "replace")[-4000:]
         for thread in self._threads:
             thread.join(timeout=5)
         for name in self.expected:
@@ -192,6 +197,17 @@ class Judge:
         self._threads.append(thread)
 
     # -- the two sides ----------------------------------------------------------------------------------------------
+    def _ensure_reference(self) -> str | None:
+        """Start the reference process unless it runs already; None, or why it could not start."""
+        with self._starting:
+            if self._reference is None and not self._closed:
+                try:
+                    self._start_reference()
+                except OSError as error:
+                    return (f"not measured: the grader could not start its reference process ({type(error).__name__}: {error}). "
+                            f"A problem of the grading machine, not of the notebook: tell your instructor")
+        return None
+
     def _start_reference(self) -> None:
         env = dict(self._environment) | {"TFPERF_GRADER": str(self.reference_address), "TFPERF_GRADER_ROLE": "baseline",
                                          "HOME": str(self.folder / "reference"), "TMPDIR": str(self.folder / "reference"),
@@ -234,6 +250,10 @@ class Judge:
                 side.close({"passed": False, "reason": refused})
                 continue
             self.served.add(side.name)
+            unavailable = self._ensure_reference()
+            if unavailable:
+                self._not_measured(side.name, unavailable, side)
+                continue
             self._judge(side)
 
     def _refusal(self, side: Side) -> str | None:
