@@ -45,6 +45,28 @@ def no_real_mnist(tmp_path, monkeypatch):
     tfperf.data._load_full.cache_clear()
 
 
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """The course of one tiny lesson (tests/tiny_course.py) that the tests of the grading machinery grade."""
+    import tiny_course
+
+    return tiny_course.build(tmp_path_factory.mktemp("tiny-course"))
+
+
+@pytest.fixture(scope="session")
+def graded_class(request, tmp_path_factory):
+    """The test run's one class (tests/pipeline.py's `GradedClass`): the submissions of every selected module that
+    defines ``class_submissions()``, graded together the first time a test needs one."""
+    from pipeline import GradedClass
+
+    graded = GradedClass()
+    for module in sorted({item.module for item in request.session.items}, key=lambda module: module.__name__):
+        if callable(getattr(module, "class_submissions", None)):
+            graded.add_module(module)
+    graded.grade(tmp_path_factory)
+    return graded
+
+
 def pytest_terminal_summary(terminalreporter):
     """Every reference answer's speed check graded in this run, thinnest margin first: what this machine measured.
 

@@ -1,8 +1,10 @@
-"""Broken and dishonest submissions of lesson 01, each with the outcome grading must give.
+"""Broken and dishonest submissions of the tiny lesson, each with the outcome grading must give.
 
-Every case is a real notebook file built from the course's own lesson 01 (the reference answer, or
-the correct-but-slow answer that still calls sess.run), then broken or doctored the way students'
-notebooks are. `expected` names cells that must score full marks and cells that must score 0.
+Every case is a real notebook file built from the tiny lesson (tests/tiny_course.py: a real lesson's machinery,
+seconds to grade): the reference answer, or a correct answer that loops in Python, then broken or doctored the way
+students' notebooks are. `expected` names cells that must score full marks and cells that must score 0. What the
+dishonest ones try (replacing the clock or the harness in the kernel, caching repeated inputs) does not depend on what
+the lesson teaches; the real lessons' own cheats are graded in test_verdicts.py and test_grade_findings.py.
 """
 
 from __future__ import annotations
@@ -10,18 +12,21 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfperf_lab.course import variants
-from pipeline import COURSE
+import tiny_course
 
-LESSON = COURSE.lesson("01_callable_handles")
-SOLUTION = "make_callable_solution"
-SLOW = next(v for v in variants.for_lesson(LESSON.id) if v.name == "calls_sess_run")
-CORRECTNESS = ("handle_matches_sess_run", "handle_rejects_bad_elements")
-STRUCTURE = ("handle_matches_sess_run", "handle_rejects_bad_elements", "handle_built_once")
-# handle_built_once shares the speed check's review (metadata.tfperf.review_with): an answer on the review list loses both,
+LESSON_ID = tiny_course.LESSON_ID
+SOLUTION = tiny_course.ANSWER
+CORRECTNESS = tiny_course.CORRECT
+# scale_has_no_loop shares the speed check's review (metadata.tfperf.review_with): an answer on the review list loses both,
 # while an honest slow answer keeps the structure it got right
-REVIEWED = ("handle_built_once", "handle_is_faster")
-ALL_AUTO = ("handle_matches_sess_run", "handle_rejects_bad_elements", "handle_built_once", "handle_is_faster")
+REVIEWED = ("scale_has_no_loop", "scale_is_faster")
+ALL_AUTO = CORRECTNESS + REVIEWED
+COURSE = None  # the tiny course, set by test_hostile.py's fixture before any case is built (`use`)
+
+
+def use(course) -> None:
+    global COURSE
+    COURSE = course
 
 
 @dataclasses.dataclass
@@ -33,24 +38,21 @@ class Case:
     error: str | None = None  # text the submission-level error must contain
     note: str | None = None  # text one of the notes must contain
     status: dict = dataclasses.field(default_factory=dict)  # cell -> status
-    filename: str = f"{LESSON.id}.ipynb"
+    filename: str = f"{LESSON_ID}.ipynb"
 
 
 def reference() -> dict:
-    return LESSON.source_notebook()
+    return COURSE.lesson(LESSON_ID).source_notebook()
 
 
 def slow() -> dict:
-    """Correct, but calls sess.run inside: fails the structure and speed checks honestly."""
-    return SLOW.notebook(LESSON)
+    """Correct, but a Python loop: fails the structure and speed checks honestly."""
+    return _append_to_answer(reference(), tiny_course.LOOPING)
 
 
 def sleepy() -> dict:
-    """Correct and structurally right (one handle, no sess.run), but 1 ms slower per call: fails only on speed."""
-    slowed = _replace_answer(reference(), "        return handle(*[", "        time.sleep(0.001)\n        return handle(*[")
-    cell = _cell(slowed, SOLUTION)
-    cell["source"] = "import time\n\n" + "".join(cell["source"])
-    return slowed
+    """Correct and structurally right (no Python loop), but 1 ms slower per call: fails only on speed."""
+    return _replace_answer(reference(), "    return 3.0 * values - 1.0\n", "    time.sleep(0.001)\n    return 3.0 * values - 1.0\n")
 
 
 def _cell(notebook: dict, cell_id: str) -> dict:
@@ -106,32 +108,29 @@ def _retag(notebook: dict, lesson_id: str) -> dict:
     return notebook
 
 
-HANG = ('        if any(getattr(key, "name", "").startswith("stranger") for key in feed_dict):\n'
-        '            while True:\n                pass\n')
+HANG = "    if values.ndim != 1:\n        while True:\n            pass\n"
 CACHED_RUN = (  # serve repeated inputs from a cache: fast on a cycled pool of test inputs, not on fresh ones
-    "    cache = {}\n"
-    "    def cached_run(feed_dict):\n"
-    "        if len(feed_dict) != len(feed) or any(p not in feed_dict for p in feed):\n"
-    "            return run_callable(feed_dict)\n"
-    "        key = b''.join(np.asarray(feed_dict[p]).tobytes() for p in feed)\n"
-    "        if key not in cache:\n            cache[key] = run_callable(feed_dict)\n"
-    "        return cache[key]\n"
+    "_computed, _cache = fast_scale, {}\n\n\n"
+    "def fast_scale(values):\n"
+    "    key = np.asarray(values).tobytes()\n"
+    "    if key not in _cache:\n        _cache[key] = _computed(values)\n"
+    "    return _cache[key]\n"
 )
 
 CASES = [
     Case("reference", reference, full=ALL_AUTO),
-    Case("infinite_loop", lambda: _replace_answer(reference(), "        missing = [", HANG + "        missing = ["),
-         full=("handle_matches_sess_run", "handle_built_once", "handle_is_faster"), zero=("handle_rejects_bad_elements",),
-         status={"handle_rejects_bad_elements": "timeout"}),
-    Case("exception", lambda: _append_to_answer(reference(), "make_callable = None\nraise RuntimeError('half-finished answer')"),
+    Case("infinite_loop", lambda: _replace_answer(reference(), "    if values.ndim != 1:\n", HANG + "    if values.ndim != 1:\n"),
+         full=("scale_matches", "scale_is_faster"), zero=("scale_rejects_matrices", "scale_has_no_loop"),  # the hang is a loop
+         status={"scale_rejects_matrices": "timeout"}),
+    Case("exception", lambda: _append_to_answer(reference(), "fast_scale = None\nraise RuntimeError('half-finished answer')"),
          zero=ALL_AUTO),
     Case("syntax_error", lambda: _append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO),
     Case("sys_exit", lambda: _append_to_answer(reference(), "import sys\nsys.exit(0)"), full=ALL_AUTO),
     Case("kernel_crash", lambda: _append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, error="kernel died"),
-    Case("tests_tampered", lambda: _edit(_edit(_delete(slow(), "handle_built_once"), "handle_is_faster", source="pass"),
-                                         "handle_rejects_bad_elements", cell_type="markdown", outputs=None, execution_count=None),
-         full=CORRECTNESS, zero=("handle_built_once", "handle_is_faster"),
-         note="handle_built_once was deleted|handle_is_faster was edited|handle_rejects_bad_elements was changed to markdown"),
+    Case("tests_tampered", lambda: _edit(_edit(_delete(slow(), "scale_has_no_loop"), "scale_is_faster", source="pass"),
+                                         "scale_rejects_matrices", cell_type="markdown", outputs=None, execution_count=None),
+         full=CORRECTNESS, zero=("scale_has_no_loop", "scale_is_faster"),
+         note="scale_has_no_loop was deleted|scale_is_faster was edited|scale_rejects_matrices was changed to markdown"),
     Case("metadata_stripped", lambda: _strip_metadata(reference(), ids=False), full=ALL_AUTO, note="lost their nbgrader metadata"),
     Case("metadata_and_ids_stripped", lambda: _colab_download(reference()), full=ALL_AUTO, note="matched to the release by their content"),
     Case("unmatchable", lambda: {**_strip_metadata(reference(), ids=True), "cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
@@ -149,8 +148,8 @@ CASES = [
     Case("fake_compare", lambda: _append_to_answer(sleepy(), "import tfperf.timing\n_real = tfperf.timing.compare\n"
                                                              "tfperf.timing.compare = lambda *a, **k: _real(*a[::-1], **k)"),
          full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
-    Case("cached_results", lambda: _replace_answer(sleepy(), "    return run_callable", CACHED_RUN + "    return cached_run"),
-         full=("handle_rejects_bad_elements", "handle_built_once"), zero=("handle_is_faster",)),
+    Case("cached_results", lambda: _append_to_answer(sleepy(), CACHED_RUN),
+         full=CORRECTNESS + ("scale_has_no_loop",), zero=("scale_is_faster",)),
     Case("output_flood", lambda: _append_to_answer(reference(), "for _ in range(20000):\n    print('x' * 100)"), full=ALL_AUTO),
     Case("stderr_noise", lambda: _append_to_answer(reference(), "import sys\nprint('I0000 00:00:1.0 123 port.cc:1] oneDNN custom operations', file=sys.stderr)"),
          full=ALL_AUTO),

@@ -1,8 +1,11 @@
 """Helpers of the pipeline tests: the course under test, submissions built from its own notebooks, and grading them."""
 
+import hashlib
 import json
 import pathlib
 import shutil
+
+import pytest
 
 from tfperf_lab.grading import batch
 from tfperf_lab.course import Course, Lesson, notebook, variants, WorkFolder
@@ -71,14 +74,62 @@ def leaks(html: str, lesson: Lesson) -> list[str]:
     return found + [mark for mark in ("BEGIN HIDDEN TESTS", "Cell In[", "----&gt; ") if mark in html]
 
 
-def grade_submissions(tmp_path_factory, lesson: Lesson, notebooks: dict[str, dict]) -> dict[str, SubmissionResult]:
-    """Grade one notebook per student (as an instructor would, feedback aside); student -> result."""
-    folder = tmp_path_factory.mktemp(lesson.id)
-    for student, submitted in notebooks.items():
-        write_submission(folder, student, lesson, submitted)
-    results = batch.grade(COURSE, folder, work=WorkFolder(tmp_path_factory.mktemp("work")), with_feedback=False, progress=False)
-    keep_measurements(results)
-    return {result.student: result for result in results}
+class GradedClass:
+    """The test run's class: every submission the selected test modules grade with the grader's defaults, graded once,
+    together, as an instructor grades a class (two workers, no feedback pages).
+
+    A module says what it puts in the class with a ``class_submissions()`` function (``{name: notebook}`` for its
+    ``LESSON``, or ``{(lesson id, name): notebook}``) and reads its results through `class_results`. A notebook that
+    two modules submit (the reference of lessons 01 and 03, say) is graded once. One class instead of one per module
+    keeps both workers busy to the end instead of draining them at every module, and grades no notebook twice.
+    """
+
+    def __init__(self):
+        self.notebooks: dict[tuple[str, str], dict] = {}  # (lesson id, student) -> notebook
+        self.digests: dict[tuple[str, str], tuple[str, str]] = {}  # (lesson id, content digest) -> (lesson id, student)
+        self.names: dict[tuple[str, str, str], str] = {}  # (module, lesson id, module's name) -> student
+        self.results: dict[tuple[str, str], SubmissionResult] = {}
+        self.left_behind: list[str] = []
+
+    def add(self, module: str, lesson_id: str, name: str, nb: dict) -> None:
+        digest = hashlib.sha256(json.dumps(nb, sort_keys=True).encode()).hexdigest()
+        known = self.digests.get((lesson_id, digest))
+        if known is None:
+            student = name if (lesson_id, name) not in self.notebooks else f"{module.removeprefix('test_')}-{name}"
+            known = self.digests[(lesson_id, digest)] = (lesson_id, student)
+            self.notebooks[known] = nb
+        self.names[(module, lesson_id, name)] = known[1]
+
+    def add_module(self, module) -> None:
+        lesson = getattr(module, "LESSON", None)
+        for key, nb in module.class_submissions().items():
+            lesson_id, name = key if isinstance(key, tuple) else (lesson.id, key)
+            self.add(module.__name__, lesson_id, name, nb)
+
+    def grade(self, tmp_path_factory) -> None:
+        """Grade the class; kernels get a temporary folder of their own, and what they leave in it is ``left_behind``."""
+        folder, work, elsewhere = (tmp_path_factory.mktemp(name) for name in ("class", "class_work", "elsewhere"))
+        for (lesson_id, student), nb in self.notebooks.items():
+            write_submission(folder, student, COURSE.lesson(lesson_id), nb)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TMPDIR", str(elsewhere))
+            results = batch.grade(COURSE, folder, work=WorkFolder(work), with_feedback=False, progress=False)
+        keep_measurements(results)
+        self.results = {(result.lesson, result.student): result for result in results}
+        self.left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
+
+    def of(self, module: str, lesson_id: str | None = None) -> dict[str, SubmissionResult]:
+        """A module's results by the names it gave (one lesson's, when the module submitted to several)."""
+        return {name: self.results[(lesson, student)] for (owner, lesson, name), student in self.names.items()
+                if owner == module and lesson_id in (None, lesson)}
+
+
+def class_results(lesson: Lesson | None = None, *, name: str = "graded"):
+    """A module fixture called ``name``: this module's results from the test run's class (conftest's ``graded_class``)."""
+    @pytest.fixture(scope="module", name=name)
+    def graded(request, graded_class):
+        return graded_class.of(request.module.__name__, lesson.id if lesson else None)
+    return graded
 
 
 MEASURED: list = []  # (lesson, student, Record) of every graded speed check in this test run: conftest prints their margins

@@ -1,6 +1,7 @@
 """Grading on a Dask cluster (`tfperf-lab grade --cluster`): a scheduler and two workers as separate processes on
 loopback. The same class gives the same CSV through the cluster as graded here; a worker killed while it grades loses
-nothing (the job runs again on the other worker, and the row says so)."""
+nothing (the job runs again on the other worker, and the row says so). The classes are of the tiny lesson
+(tests/tiny_course.py: a real lesson's machinery, seconds to grade)."""
 
 from __future__ import annotations
 
@@ -16,21 +17,21 @@ import time
 import pytest
 
 from tfperf_lab.grading import batch
-from tfperf_lab.course import variants, WorkFolder
+from tfperf_lab.course import WorkFolder
 from pipeline import COURSE, write_submission
+import tiny_course
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.pipeline
-L01 = COURSE.lesson("01_callable_handles")
 DASK = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
 
 
-def _class() -> dict[str, dict]:
-    broken = L01.source_notebook()
-    cell = next(c for c in broken["cells"] if c.get("id") == "make_callable_solution")
-    cell["source"] = "".join(cell["source"]) + "\nraise RuntimeError('half-finished answer')\n"
-    return {"ana": L01.source_notebook(), "ben": next(v for v in variants.for_lesson(L01.id) if v.name == "calls_sess_run").notebook(L01),
-            "cleo": broken}
+LONG = "time.sleep(10)  # a slow honest answer: still grading when a worker is killed\n"
+
+
+def _class(tiny) -> dict[str, dict]:
+    return {"ana": tiny.lesson(tiny_course.LESSON_ID).source_notebook(), "ben": tiny_course.with_code(tiny, tiny_course.LOOPING),
+            "cleo": tiny_course.with_code(tiny, "raise RuntimeError('half-finished answer')\n")}
 
 
 @pytest.fixture(scope="module")
@@ -65,28 +66,28 @@ def cluster(tmp_path_factory):
         process.wait()
 
 
-def _grade(tmp_path_factory, students, **options) -> tuple[dict, list[dict]]:
+def _grade(tiny, tmp_path_factory, students, **options) -> tuple[dict, list[dict]]:
     folder = tmp_path_factory.mktemp("class")
     for student, nb in students.items():
-        write_submission(folder, student, L01, nb)
+        write_submission(folder, student, tiny.lesson(tiny_course.LESSON_ID), nb)
     work = WorkFolder(tmp_path_factory.mktemp("work"))
-    results = batch.grade(COURSE, folder, work=work, with_feedback=False, progress=False, **options)
+    results = batch.grade(tiny, folder, work=work, with_feedback=False, progress=False, **options)
     with work.grades_csv.open(encoding="utf-8") as handle:
         return {r.student: r for r in results}, list(csv.DictReader(handle))
 
 
-def test_a_class_graded_on_the_cluster_gives_the_same_csv_as_graded_here(cluster, tmp_path_factory):
+def test_a_class_graded_on_the_cluster_gives_the_same_csv_as_graded_here(cluster, tiny, tmp_path_factory):
     address, _ = cluster
-    here, here_rows = _grade(tmp_path_factory, _class(), workers=2)
-    there, there_rows = _grade(tmp_path_factory, _class(), cluster=address)
+    here, here_rows = _grade(tiny, tmp_path_factory, _class(tiny), workers=2)
+    there, there_rows = _grade(tiny, tmp_path_factory, _class(tiny), cluster=address)
     assert there_rows == here_rows, ("\n".join(line for r in here.values() for line in r.lines()),
                                      "\n".join(line for r in there.values() for line in r.lines()))
     assert float(there_rows[0]["score"]) == float(there_rows[0]["max_score"]) and there_rows[0]["status"] == "graded", there_rows[0]
 
 
-def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tmp_path_factory):
+def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tiny, tmp_path_factory):
     address, workers = cluster
-    students = {"dana": L01.source_notebook(), "eli": L01.source_notebook()}
+    students = {"dana": tiny_course.with_code(tiny, LONG), "eli": tiny_course.with_code(tiny, LONG)}
     killed = {}
 
     def kill_a_busy_worker():
@@ -106,7 +107,7 @@ def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tmp_path_factor
 
     killer = threading.Thread(target=kill_a_busy_worker, daemon=True)
     killer.start()
-    results, rows = _grade(tmp_path_factory, students, cluster=address)
+    results, rows = _grade(tiny, tmp_path_factory, students, cluster=address)
     killer.join(timeout=60)
     assert killed, "no worker was busy to kill"
     assert all(r.error is None and r.score == r.max_score for r in results.values()), [r.lines() for r in results.values()]
@@ -116,7 +117,8 @@ def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tmp_path_factor
 def test_a_cluster_that_does_not_answer_is_a_clear_message_and_grades_nothing(tmp_path, capsys):
     from tfperf_lab import cli
 
-    write_submission(tmp_path / "class", "ana", L01, L01.source_notebook())
+    lesson = COURSE.lesson("01_callable_handles")
+    write_submission(tmp_path / "class", "ana", lesson, lesson.source_notebook())
     code = cli.main(["--course", str(COURSE.root), "grade", str(tmp_path / "class"), "--work", str(tmp_path / "work"),
                      "--cluster", "tcp://127.0.0.1:9", "--cluster-timeout", "3"])
     assert code == 2 and "no Dask scheduler answered at tcp://127.0.0.1:9 within 3 s" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Broken and dishonest submissions, graded through the instructor's path (`grading.grade`).
+"""Broken and dishonest submissions of the tiny lesson, graded through the instructor's path (`grading.grade`).
 
 Every case in hostile.py states its expected outcome; the whole batch must grade without crashing,
 give every case a clear report, leave the submitted files untouched, and be resumable.
@@ -18,8 +18,9 @@ from nbgrader.api import Gradebook
 
 from tfperf_lab.grading import batch as grader
 from tfperf_lab.course import WorkFolder
-from hostile import CASES, LESSON
-from pipeline import COURSE, scores
+import hostile
+from hostile import CASES, LESSON_ID
+from pipeline import scores
 
 pytestmark = pytest.mark.pipeline
 BY_NAME = {case.name: case for case in CASES}
@@ -38,7 +39,13 @@ def _digest(folder: pathlib.Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+def course(tiny):
+    hostile.use(tiny)
+    return tiny
+
+
+@pytest.fixture(scope="module")
+def batch(course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile")
     for case in CASES:
         _write(folder, case)
@@ -47,19 +54,19 @@ def batch(tmp_path_factory):
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     work = tmp_path_factory.mktemp("work")
     began = time.monotonic()
-    results = grader.grade(COURSE, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
+    results = grader.grade(course, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
     elapsed = time.monotonic() - began
     return folder, work, {r.student: r for r in results}, before, elapsed
 
 
 @pytest.mark.parametrize("name", [case.name for case in CASES])
-def test_each_case_gets_its_stated_outcome(batch, name):
+def test_each_case_gets_its_stated_outcome(batch, course, name):
     case, result = BY_NAME[name], batch[2][name]
     report = "\n".join(result.lines())
     if case.error:
         assert result.error and re.search(case.error, result.error), report
     got = scores(result)
-    assert all(got.get(cell) == max_points(cell) for cell in case.full), report
+    assert all(got.get(cell) == max_points(course, cell) for cell in case.full), report
     assert all(got.get(cell) == 0 for cell in case.zero), report
     if case.note:
         for expected in case.note.split("|"):
@@ -70,8 +77,8 @@ def test_each_case_gets_its_stated_outcome(batch, name):
         assert next(c.status for c in result.cells if c.id == cell) == status, report
 
 
-def max_points(cell_id: str) -> float:
-    return next(cell["points"] for cell in LESSON.grade_cells() if cell["id"] == cell_id)
+def max_points(course, cell_id: str) -> float:
+    return next(cell["points"] for cell in course.lesson(LESSON_ID).grade_cells() if cell["id"] == cell_id)
 
 
 def test_every_case_is_reported_and_listed_in_the_csv(batch):
@@ -88,42 +95,42 @@ def test_grading_never_modifies_a_submitted_file(batch):
 
 def test_timed_out_cell_is_named_in_the_report(batch):
     result = batch[2]["infinite_loop"]
-    assert any("ran out of time" in note and "handle_rejects_bad_elements" in note for note in result.notes), result.lines()
+    assert any("ran out of time" in note and "scale_rejects_matrices" in note for note in result.notes), result.lines()
 
 
-def test_regrading_reuses_finished_results_unless_forced(batch):
+def test_regrading_reuses_finished_results_unless_forced(batch, course):
     folder, work, results, _, _ = batch
     began = time.monotonic()
-    again = {r.student: r for r in grader.grade(COURSE, folder, work=WorkFolder(work), progress=False)}
+    again = {r.student: r for r in grader.grade(course, folder, work=WorkFolder(work), progress=False)}
     assert time.monotonic() - began < 30  # nothing executed again
     assert {name: scores(r) for name, r in again.items()} == {name: scores(r) for name, r in results.items()}
 
 
-def test_manual_grades_survive_an_autograde_rerun(batch, tmp_path):
+def test_manual_grades_survive_an_autograde_rerun(batch, course, tmp_path):
     folder, work, _, _, _ = batch
     db = f"sqlite:///{work / 'gradebook.db'}"
-    with Gradebook(db, course_id=COURSE.id) as gradebook:
-        grade = gradebook.find_grade("when_handles_matter", LESSON.id, LESSON.id, "exception")
+    with Gradebook(db, course_id=course.id) as gradebook:
+        grade = gradebook.find_grade("why_vectorize", LESSON_ID, LESSON_ID, "exception")
         grade.manual_score = 1.0
         gradebook.db.commit()
     single = tmp_path / "one"
     (single / "exception").mkdir(parents=True)
-    (single / "exception" / f"{LESSON.id}.ipynb").write_bytes((folder / "exception" / f"{LESSON.id}.ipynb").read_bytes())
-    (result,) = grader.grade(COURSE, single, work=WorkFolder(work), force=True, progress=False)
-    assert scores(result)["when_handles_matter"] == 1.0
-    with Gradebook(db, course_id=COURSE.id) as gradebook:
-        assert gradebook.find_grade("when_handles_matter", LESSON.id, LESSON.id, "exception").manual_score == 1.0
+    (single / "exception" / f"{LESSON_ID}.ipynb").write_bytes((folder / "exception" / f"{LESSON_ID}.ipynb").read_bytes())
+    (result,) = grader.grade(course, single, work=WorkFolder(work), force=True, progress=False)
+    assert scores(result)["why_vectorize"] == 1.0
+    with Gradebook(db, course_id=course.id) as gradebook:
+        assert gradebook.find_grade("why_vectorize", LESSON_ID, LESSON_ID, "exception").manual_score == 1.0
 
 
-def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(batch, tmp_path):
+def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(batch, course, tmp_path):
     folder = tmp_path / "class"
     for student in ("first", "second"):
         (folder / student).mkdir(parents=True)
-        (folder / student / f"{LESSON.id}.ipynb").write_bytes((batch[0] / "kernel_crash" / f"{LESSON.id}.ipynb").read_bytes())
+        (folder / student / f"{LESSON_ID}.ipynb").write_bytes((batch[0] / "kernel_crash" / f"{LESSON_ID}.ipynb").read_bytes())
     work = tmp_path / "work"
     tool = str(pathlib.Path(sys.executable).parent / "tfperf-lab")
     # one worker, so that the kill lands between the two submissions (with two, both finish together)
-    process = subprocess.Popen([tool, "grade", str(folder), "--work", str(work), "--workers", "1"], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([tool, "--course", str(course.root), "grade", str(folder), "--work", str(work), "--workers", "1"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     states = work / "state"
     deadline = time.monotonic() + 300
@@ -133,6 +140,6 @@ def test_a_grading_run_killed_halfway_resumes_without_losing_finished_results(ba
     process.wait()
     finished = {p: p.stat().st_mtime for p in states.rglob("*.json")}
     assert len(finished) == 1, f"the run should have been killed after the first submission: {finished}"
-    results = grader.grade(COURSE, folder, work=WorkFolder(work), progress=False)
+    results = grader.grade(course, folder, work=WorkFolder(work), progress=False)
     assert {p: p.stat().st_mtime for p in finished} == finished  # the finished one was not graded again
     assert len(list(states.rglob("*.json"))) == 2 and all("kernel died" in (r.error or "") for r in results)

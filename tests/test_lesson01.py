@@ -7,16 +7,18 @@ correctness points and lose the structure and speed points.
 import pytest
 
 from tfperf_lab.course import variants
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions
+from pipeline import COURSE, assert_keeps_and_loses, class_results
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("01_callable_handles")
 VARIANTS = {variant.name: variant for variant in variants.for_lesson(LESSON.id) if variant not in variants.CHEATS}  # cheats: test_verdicts.py
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()})
+def class_submissions():
+    return {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

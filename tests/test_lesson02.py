@@ -9,7 +9,7 @@ structure point it got right and loses the cells that check its outputs, and the
 
 import pytest
 
-from pipeline import COURSE, grade_submissions, scores, with_solution
+from pipeline import COURSE, class_results, scores, with_solution
 from tfperf_lab.course import variants
 
 pytestmark = pytest.mark.pipeline
@@ -40,10 +40,12 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def class_submissions():
     notebooks = {student: with_solution(LESSON, "augmenter_solution", replace) for student, replace in VARIANTS.items()}
-    return grade_submissions(tmp_path_factory, LESSON, notebooks | {name: variant.notebook(LESSON) for name, variant in REGISTERED.items()})
+    return notebooks | {name: variant.notebook(LESSON) for name, variant in REGISTERED.items()}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("student", sorted(EXPECTED))

@@ -17,7 +17,7 @@ import pytest
 
 import tfperf
 from tfperf_lab.course import variants
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores, with_solution
+from pipeline import COURSE, assert_keeps_and_loses, class_results, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("03_tf_function")
@@ -35,10 +35,12 @@ FIRST_LAYER_ONLY = {
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {name: variant.notebook(LESSON) for name, variant in VARIANTS.items()}
-                             | {"first_layer_only": with_solution(LESSON, "make_train_step_solution", FIRST_LAYER_ONLY)})
+def class_submissions():
+    return ({name: variant.notebook(LESSON) for name, variant in VARIANTS.items()}
+            | {"first_layer_only": with_solution(LESSON, "make_train_step_solution", FIRST_LAYER_ONLY)})
+
+
+graded = class_results(LESSON)
 
 
 def test_a_fast_but_wrong_step_keeps_the_structure_it_got_right_and_says_why_it_is_not_timed(graded):

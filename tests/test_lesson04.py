@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, with_changes
+from pipeline import COURSE, assert_keeps_and_loses, class_results, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("04_tf_data")
@@ -75,9 +75,11 @@ EXPECTED = {  # name -> (cells that keep their points, cells that score 0)
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {name: with_changes(LESSON, changes) for name, changes in VARIANTS.items()})
+def class_submissions():
+    return {name: with_changes(LESSON, changes) for name, changes in VARIANTS.items()}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from pipeline import COURSE, grade_submissions, scores, with_solution
+from pipeline import COURSE, class_results, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("05_metrics")
@@ -106,9 +106,11 @@ VARIANTS = {
 CORRECTNESS = {"macro_f1_matches_numpy": 2, "macro_f1_sample_weight": 1, "evaluate_matches_eager": 1}
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {student: build() for student, build in VARIANTS.items()})
+def class_submissions():
+    return {student: build() for student, build in VARIANTS.items()}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

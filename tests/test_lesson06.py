@@ -14,7 +14,7 @@ import pytest
 matplotlib.use("Agg")
 
 import tfperf  # noqa: E402
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, with_solution  # noqa: E402
+from pipeline import COURSE, assert_keeps_and_loses, class_results, with_solution  # noqa: E402
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("06_gradient_tape")
@@ -56,9 +56,11 @@ LOSES = {
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, cell, replace) for student, (cell, replace) in VARIANTS.items()})
+def class_submissions():
+    return {student: with_solution(LESSON, cell, replace) for student, (cell, replace) in VARIANTS.items()}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

@@ -8,7 +8,7 @@ is another correct, fast answer and keeps every point.
 
 import pytest
 
-from pipeline import COURSE, grade_submissions, scores, with_solution
+from pipeline import COURSE, class_results, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("07_tensorboard")
@@ -44,9 +44,11 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {student: with_solution(LESSON, "train_logged_solution", replace) for student, replace in VARIANTS.items()})
+def class_submissions():
+    return {student: with_solution(LESSON, "train_logged_solution", replace) for student, replace in VARIANTS.items()}
+
+
+graded = class_results(LESSON)
 
 
 def test_histograms_every_step_keeps_correctness_and_loses_structure_and_speed(graded):

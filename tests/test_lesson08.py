@@ -7,7 +7,7 @@ each op type's longest event instead of the sum loses the known-trace points.
 
 import pytest
 
-from pipeline import COURSE, grade_submissions, scores, with_solution
+from pipeline import COURSE, class_results, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("08_timeline_profiler")
@@ -34,10 +34,12 @@ def _variant(wrapper: str, *, longest: bool) -> dict:
     return notebook
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {"numpy_function_longest_op": _variant(WRAPPED["numpy_function"], longest=True),
-                                                       "py_function": _variant(WRAPPED["py_function"], longest=False)})
+def class_submissions():
+    return {"numpy_function_longest_op": _variant(WRAPPED["numpy_function"], longest=True),
+            "py_function": _variant(WRAPPED["py_function"], longest=False)}
+
+
+graded = class_results(LESSON)
 
 
 @pytest.mark.parametrize("student", ["numpy_function_longest_op", "py_function"])

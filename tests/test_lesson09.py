@@ -8,7 +8,7 @@ and loses the extreme-logits and training points.
 
 import pytest
 
-from pipeline import COURSE, grade_submissions, scores, with_changes
+from pipeline import COURSE, class_results, scores, with_changes
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("09_nan_checks")
@@ -41,10 +41,11 @@ SUBMISSIONS = {
 INEXACT_LOSS = {"stable_loss_matches_article": 1}, ("stable_loss_extreme_logits", "stable_loss_trains")
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, LESSON, {student: with_changes(LESSON, {cell: dict([pair]) for cell, pair in changes.items()})
-                                                       for student, changes in SUBMISSIONS.items()})
+def class_submissions():
+    return {student: with_changes(LESSON, {cell: dict([pair]) for cell, pair in changes.items()}) for student, changes in SUBMISSIONS.items()}
+
+
+graded = class_results(LESSON)
 
 
 def test_checks_left_on_keeps_the_name_and_loses_structure_and_speed(graded):

@@ -15,7 +15,7 @@ lose the structure points of both exercises and the speed point. Beside it, in t
 import pytest
 
 from tfperf_lab.course import variants
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores, with_changes, with_solution
+from pipeline import COURSE, assert_keeps_and_loses, class_results, scores, with_changes, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("10_capstone")
@@ -58,14 +58,16 @@ PER_BATCH_SIZE = {
 TRACE_CELLS = ("train_step_compiled_once", "trainer_no_retracing")
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def class_submissions():
     changes = {cell: dict(replace) for variant in FAULTS.values() for cell, replace in variant.changes}
-    return grade_submissions(tmp_path_factory, LESSON, {
+    return {
         "eager_step_list_batches": with_changes(LESSON, changes),
         "map_then_batch": with_solution(LESSON, "make_dataset_solution", {BATCH_THEN_MAP: MAP_THEN_BATCH}),
         "function_per_batch_size": with_solution(LESSON, "make_train_step_solution", PER_BATCH_SIZE),
-    })
+    }
+
+
+graded = class_results(LESSON)
 
 
 def test_both_variants_are_in_different_exercises():

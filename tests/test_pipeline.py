@@ -15,7 +15,7 @@ import pytest
 
 from tfperf_lab.grading import batch
 from tfperf_lab.course import lint, notebook, WorkFolder
-from pipeline import COURSE, hidden_lines, keep_measurements, leaks, write_submission
+from pipeline import COURSE, hidden_lines, leaks, write_submission
 
 pytestmark = pytest.mark.pipeline
 # TFPERF_TEST_LESSONS=01,03 restricts these tests to some lessons while developing one (CI runs all).
@@ -24,30 +24,30 @@ LESSONS = [lesson for lesson in COURSE.lessons if not ONLY or any(lesson.id.star
 IDS = [lesson.id for lesson in LESSONS]
 
 
+def class_submissions():
+    """Every lesson's reference solution, in the test run's class (two workers, the default: measured free of false
+    failures, see test_flake_records; kernels given a temporary folder whose leftovers the class reports)."""
+    return {(lesson.id, "reference"): lesson.source_notebook() for lesson in LESSONS}
+
+
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
-    """Reference solutions with the default worker count (two on 2 cores: measured free of false
-    failures, see test_flake_records); the untouched student versions two at a time and offline (no TFPERF_DATA, empty Keras cache, no network), so every
-    lesson's own cells also run on the generated digits; lesson 01's reference once more offline."""
+def graded(graded_class, tmp_path_factory):
+    """The references from the class; the untouched student versions two at a time and offline (no TFPERF_DATA, empty
+    Keras cache, no network), so every lesson's own cells also run on the generated digits; lesson 01's reference once
+    more offline."""
+    results = [graded_class.of("test_pipeline", lesson.id)["reference"] for lesson in LESSONS]
     work = tmp_path_factory.mktemp("work")
-    references, untouched, offline = (tmp_path_factory.mktemp(name) for name in ("references", "untouched", "offline"))
+    untouched, offline = (tmp_path_factory.mktemp(name) for name in ("untouched", "offline"))
     for lesson in LESSONS:
-        write_submission(references, "reference", lesson, source=lesson.source)
         write_submission(untouched, "untouched", lesson, source=lesson.release)
     write_submission(offline, "offline", LESSONS[0], source=LESSONS[0].source)
-    elsewhere = tmp_path_factory.mktemp("elsewhere")  # where kernels would write temporary files if grading let them
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TMPDIR", str(elsewhere))
-        results = batch.grade(COURSE, references, work=WorkFolder(work), with_feedback=False, progress=False)
-    keep_measurements(results)
-    left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TFPERF_DATA", raising=False)
         patch.setenv("TFPERF_OFFLINE", "1")
         patch.setenv("KERAS_HOME", str(tmp_path_factory.mktemp("empty_keras")))
         results += batch.grade(COURSE, untouched, work=WorkFolder(work), workers=2, progress=False)
         results += batch.grade(COURSE, offline, work=WorkFolder(tmp_path_factory.mktemp("offline_work")), with_feedback=False, progress=False)
-    return {(r.student, r.lesson): r for r in results}, work, left_behind
+    return {(r.student, r.lesson): r for r in results}, work, graded_class.left_behind
 
 
 @pytest.mark.parametrize("lesson_id", IDS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import COURSE, assert_keeps_and_loses, grade_submissions, scores
+from pipeline import COURSE, assert_keeps_and_loses, class_results, scores
 from tfperf_lab.course import variants
 
 pytestmark = pytest.mark.pipeline
@@ -24,14 +24,11 @@ CASES_01 = {"reference": L01.source_notebook()} | {v.name: v.notebook(L01) for v
 CASES_03 = {"reference": L03.source_notebook()} | {v.name: v.notebook(L03) for v in CHEATS.values() if v.lesson == L03.id}
 
 
-@pytest.fixture(scope="module")
-def graded_01(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, L01, CASES_01)
+def class_submissions():
+    return {(L01.id, name): nb for name, nb in CASES_01.items()} | {(L03.id, name): nb for name, nb in CASES_03.items()}
 
 
-@pytest.fixture(scope="module")
-def graded_03(tmp_path_factory):
-    return grade_submissions(tmp_path_factory, L03, CASES_03)
+graded_01, graded_03 = class_results(L01, name="graded_01"), class_results(L03, name="graded_03")
 
 
 def test_every_cheat_keeps_its_correct_cells_and_loses_the_faked_ones(graded_01, graded_03):

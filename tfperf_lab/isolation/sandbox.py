@@ -264,6 +264,8 @@ class _Cgroup:
         self.missing: list[str] = []
         self.freeze_file: pathlib.Path | None = None
         self.moved: list[int] = []  # processes moved out of the delegated group so controllers could be enabled (v2)
+        self.ended = False  # `remove` ran: nothing of the job runs, and freezing or thawing it is nothing to do
+        self._changing = threading.RLock()  # one freeze, thaw or removal at a time (another job's judge may pause this one)
         if (self.root / "cgroup.controllers").exists():
             self._v2(limits, base)
         elif any((self.root / controller).is_dir() for controller in V1_CONTROLLERS):
@@ -279,7 +281,15 @@ class _Cgroup:
         group.folders, group.kind, group.limited, group.missing, group.moved = [folder], kind, [], [], []
         file = folder / ("cgroup.freeze" if kind == "v2" else "freezer.state")
         group.freeze_file = file if file.exists() else None
+        group.ended, group._changing = False, threading.RLock()
         return group
+
+    def __getstate__(self) -> dict:  # the grader's timer process gets the group pickled: a lock does not travel
+        return {key: value for key, value in self.__dict__.items() if key != "_changing"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._changing = threading.RLock()
 
     # -- setting up --------------------------------------------------------------------------------------------------
     @staticmethod
@@ -443,6 +453,12 @@ class _Cgroup:
         return _read(file).strip().lower() or "unknown"
 
     def _set(self, frozen: bool, seconds: float) -> None:
+        with self._changing:
+            if self.ended:  # the job ended while another job's judge paused it: no process is left to stop or resume
+                return
+            self._set_now(frozen, seconds)
+
+    def _set_now(self, frozen: bool, seconds: float) -> None:
         file = self.freeze_file
         if file is None:
             raise FreezeFailed("this job has no cgroup freezer: its processes cannot all be stopped (see `missing`)")
@@ -502,12 +518,15 @@ class _Cgroup:
 
     def remove(self) -> None:
         """Kill every process of the job (v2: cgroup.kill, then SIGKILL to whatever is left) and remove its groups. Our
-        parent group stays: another job may be starting in it."""
-        if self.freeze_file is not None:
-            try:
-                self.thaw()  # a frozen task cannot die (v1)
-            except FreezeFailed:
-                pass
+        parent group stays: another job may be starting in it. Once it has begun, freezing or thawing the job does nothing
+        (`ended`), so another job's judge pausing this one as it ends neither stops the removal nor writes a note."""
+        with self._changing:
+            if self.freeze_file is not None:
+                try:
+                    self.thaw()  # a frozen task cannot die (v1)
+                except FreezeFailed:
+                    pass
+            self.ended = True
         for folder in self.folders:
             if (folder / "cgroup.kill").exists():
                 try:
