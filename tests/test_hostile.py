@@ -53,9 +53,10 @@ def batch(course, tmp_path_factory):
     for path in folder.rglob("*"):  # read-only, as collected submissions should be
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     work = tmp_path_factory.mktemp("work")
-    began = time.monotonic()
+    began, cwd = time.monotonic(), os.getcwd()
     results = grader.grade(course, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
     elapsed = time.monotonic() - began
+    assert os.getcwd() == cwd, f"grading left the working directory in {os.getcwd()} (nbgrader's converters chdir in threads)"
     return folder, work, {r.student: r for r in results}, before, elapsed
 
 

@@ -234,11 +234,15 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
 
 def _grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout, cell_timeout, backend: str,
                   with_feedback: bool, progress: bool, pinned: bool) -> list[SubmissionResult]:
-    """Grade the staged submissions, ``workers`` at a time (each on its own cores where ``pinned`` and there are enough)."""
+    """Grade the staged submissions, ``workers`` at a time (each on its own cores where ``pinned`` and there are enough).
+
+    nbgrader's converters change the process's working directory to the course's and back, each from where it found it:
+    two at once in threads can leave it in the course folder. It is put back here once all are done."""
     from tqdm.auto import tqdm
 
     results = []
-    with _core_slots(workers if pinned else 1) as slots, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with contextlib.chdir(os.getcwd()), _core_slots(workers if pinned else 1) as slots, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         def one(staged: stage.Staged) -> SubmissionResult:
             cpus = slots.get() if pinned else None
             try:
