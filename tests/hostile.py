@@ -47,7 +47,7 @@ def reference() -> dict:
 
 def slow() -> dict:
     """Correct, but a Python loop: fails the structure and speed checks honestly."""
-    return _append_to_answer(reference(), tiny_course.LOOPING)
+    return tiny_course.append_to_answer(reference(), tiny_course.LOOPING)
 
 
 def sleepy() -> dict:
@@ -57,12 +57,6 @@ def sleepy() -> dict:
 
 def _cell(notebook: dict, cell_id: str) -> dict:
     return next(cell for cell in notebook["cells"] if cell.get("id") == cell_id)
-
-
-def _append_to_answer(notebook: dict, code: str) -> dict:
-    cell = _cell(notebook, SOLUTION)
-    cell["source"] = "".join(cell["source"]) + "\n" + code
-    return notebook
 
 
 def _replace_answer(notebook: dict, old: str, new: str) -> dict:
@@ -122,11 +116,11 @@ CASES = [
     Case("infinite_loop", lambda: _replace_answer(reference(), "    if values.ndim != 1:\n", HANG + "    if values.ndim != 1:\n"),
          full=("scale_matches", "scale_is_faster"), zero=("scale_rejects_matrices", "scale_has_no_loop"),  # the hang is a loop
          status={"scale_rejects_matrices": "timeout"}),
-    Case("exception", lambda: _append_to_answer(reference(), "fast_scale = None\nraise RuntimeError('half-finished answer')"),
+    Case("exception", lambda: tiny_course.append_to_answer(reference(), "fast_scale = None\nraise RuntimeError('half-finished answer')"),
          zero=ALL_AUTO),
-    Case("syntax_error", lambda: _append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO),
-    Case("sys_exit", lambda: _append_to_answer(reference(), "import sys\nsys.exit(0)"), full=ALL_AUTO),
-    Case("kernel_crash", lambda: _append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, error="kernel died"),
+    Case("syntax_error", lambda: tiny_course.append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO),
+    Case("sys_exit", lambda: tiny_course.append_to_answer(reference(), "import sys\nsys.exit(0)"), full=ALL_AUTO),
+    Case("kernel_crash", lambda: tiny_course.append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, error="kernel died"),
     Case("tests_tampered", lambda: _edit(_edit(_delete(slow(), "scale_has_no_loop"), "scale_is_faster", source="pass"),
                                          "scale_rejects_matrices", cell_type="markdown", outputs=None, execution_count=None),
          full=CORRECTNESS, zero=("scale_has_no_loop", "scale_is_faster"),
@@ -140,17 +134,17 @@ CASES = [
     Case("empty_file", lambda: b"", error="is empty"),
     Case("unknown_lesson", lambda: _strip_metadata(_retag(reference(), "99_unknown"), ids=True), error="cannot tell which lesson",
          filename="homework.ipynb"),
-    Case("fake_perf_counter", lambda: _append_to_answer(sleepy(), "import time, itertools\n_ticks = itertools.count()\n"
+    Case("fake_perf_counter", lambda: tiny_course.append_to_answer(sleepy(), "import time, itertools\n_ticks = itertools.count()\n"
                                                                "time.perf_counter = lambda: next(_ticks) * 1e-9"),
          full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
-    Case("fake_assert_speedup", lambda: _append_to_answer(sleepy(), "tfperf.assert_speedup = lambda *args, **kwargs: None"),
+    Case("fake_assert_speedup", lambda: tiny_course.append_to_answer(sleepy(), "tfperf.assert_speedup = lambda *args, **kwargs: None"),
          full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
-    Case("fake_compare", lambda: _append_to_answer(sleepy(), "import tfperf.timing\n_real = tfperf.timing.compare\n"
+    Case("fake_compare", lambda: tiny_course.append_to_answer(sleepy(), "import tfperf.timing\n_real = tfperf.timing.compare\n"
                                                              "tfperf.timing.compare = lambda *a, **k: _real(*a[::-1], **k)"),
          full=CORRECTNESS, zero=REVIEWED, note="on the review list"),
-    Case("cached_results", lambda: _append_to_answer(sleepy(), CACHED_RUN),
+    Case("cached_results", lambda: tiny_course.append_to_answer(sleepy(), CACHED_RUN),
          full=CORRECTNESS + ("scale_has_no_loop",), zero=("scale_is_faster",)),
-    Case("output_flood", lambda: _append_to_answer(reference(), "for _ in range(20000):\n    print('x' * 100)"), full=ALL_AUTO),
-    Case("stderr_noise", lambda: _append_to_answer(reference(), "import sys\nprint('I0000 00:00:1.0 123 port.cc:1] oneDNN custom operations', file=sys.stderr)"),
+    Case("output_flood", lambda: tiny_course.append_to_answer(reference(), "for _ in range(20000):\n    print('x' * 100)"), full=ALL_AUTO),
+    Case("stderr_noise", lambda: tiny_course.append_to_answer(reference(), "import sys\nprint('I0000 00:00:1.0 123 port.cc:1] oneDNN custom operations', file=sys.stderr)"),
          full=ALL_AUTO),
 ]

@@ -100,7 +100,11 @@ def build(root: pathlib.Path) -> Course:
 
 def with_code(course: Course, code: str) -> dict:
     """The tiny lesson's source with ``code`` appended to its answer cell (after the correct answer)."""
-    nb = course.lesson(LESSON_ID).source_notebook()
+    return append_to_answer(course.lesson(LESSON_ID).source_notebook(), code)
+
+
+def append_to_answer(nb: dict, code: str) -> dict:
+    """``nb`` (a tiny-lesson notebook) with ``code`` appended to its answer cell."""
     cell = next(c for c in nb["cells"] if c.get("id") == ANSWER)
     cell["source"] = "".join(cell["source"]) + "\n" + code
     return nb
