@@ -96,7 +96,7 @@ def test_every_lesson_with_speed_checks_was_graded_beside_bursty_neighbours_on_t
 
 # Measured with both cores busy before protocol 2 (issue 22) and not yet again: strict, as above.
 HOG2_PENDING = {lesson: "its both-cores-busy campaign predates protocol 2 (2026-12-01); not measured again yet"
-                for lesson in ("01_callable_handles", "03_tf_function", "10_capstone")}
+                for lesson in ("01_callable_handles", "03_tf_function")}
 
 
 @pytest.mark.parametrize("lesson_id", [pytest.param(lesson_id, marks=pytest.mark.xfail(reason=HOG2_PENDING[lesson_id], strict=True))
