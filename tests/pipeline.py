@@ -1,6 +1,9 @@
 """Helpers of the pipeline tests: the course under test, submissions built from its own notebooks, and grading them."""
 
+import contextlib
+import csv
 import hashlib
+import io
 import json
 import pathlib
 import shutil
@@ -76,12 +79,14 @@ def leaks(html: str, lesson: Lesson) -> list[str]:
 
 class GradedClass:
     """The test run's class: every submission the selected test modules grade with the grader's defaults, graded once,
-    together, as an instructor grades a class (two workers, no feedback pages).
+    together, as an instructor grades a class: ``tfperf-lab grade FOLDER`` (two workers, feedback pages, the CSV).
 
     A module says what it puts in the class with a ``class_submissions()`` function (``{name: notebook}`` for its
     ``LESSON``, or ``{(lesson id, name): notebook}``) and reads its results through `class_results`. A notebook that
     two modules submit (the reference of lessons 01 and 03, say) is graded once. One class instead of one per module
-    keeps both workers busy to the end instead of draining them at every module, and grades no notebook twice.
+    keeps both workers busy to the end instead of draining them at every module, and grades no notebook twice. What the
+    command printed and its CSV rows are kept too (`printed_of`, `rows_of`); the results are read back from the work
+    folder's saved states, which is what a second ``tfperf-lab grade`` resumes from.
     """
 
     def __init__(self):
@@ -89,6 +94,9 @@ class GradedClass:
         self.digests: dict[tuple[str, str], tuple[str, str]] = {}  # (lesson id, content digest) -> (lesson id, student)
         self.names: dict[tuple[str, str, str], str] = {}  # (module, lesson id, module's name) -> student
         self.results: dict[tuple[str, str], SubmissionResult] = {}
+        self.rows: dict[tuple[str, str], dict] = {}  # (lesson id, student) -> the CSV row
+        self.printed = ""  # what `tfperf-lab grade` printed
+        self.code: int | None = None  # its exit code
         self.left_behind: list[str] = []
 
     def add(self, module: str, lesson_id: str, name: str, nb: dict) -> None:
@@ -107,21 +115,59 @@ class GradedClass:
             self.add(module.__name__, lesson_id, name, nb)
 
     def grade(self, tmp_path_factory) -> None:
-        """Grade the class; kernels get a temporary folder of their own, and what they leave in it is ``left_behind``."""
+        """Grade the class with the instructor's command; kernels get a temporary folder of their own, and what they
+        leave in it is ``left_behind``."""
+        from tfperf_lab import cli
+
         folder, work, elsewhere = (tmp_path_factory.mktemp(name) for name in ("class", "class_work", "elsewhere"))
         for (lesson_id, student), nb in self.notebooks.items():
             write_submission(folder, student, COURSE.lesson(lesson_id), nb)
-        with pytest.MonkeyPatch.context() as patch:
+        printed = io.StringIO()
+        with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
             patch.setenv("TMPDIR", str(elsewhere))
-            results = batch.grade(COURSE, folder, work=WorkFolder(work), with_feedback=False, progress=False)
-        keep_measurements(results)
-        self.results = {(result.lesson, result.student): result for result in results}
+            self.code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work),
+                                  "--workers", str(batch.DEFAULT_WORKERS)])
+        self.printed = printed.getvalue()
+        with (work / "grades.csv").open(encoding="utf-8") as handle:
+            self.rows = {(row["lesson"], row["student"]): row for row in csv.DictReader(handle)}
+        folder_of = WorkFolder(work)
+        for lesson_id, student in self.notebooks:
+            state = folder_of.state(student, lesson_id)
+            self.results[(lesson_id, student)] = (
+                SubmissionResult.from_dict(json.loads(state.read_text(encoding="utf-8"))["result"]) if state.exists() else
+                SubmissionResult(student, lesson_id, error=f"no saved result; the CSV says: {self.rows.get((lesson_id, student))}"))
+        named_reference = {(lesson, student) for (_, lesson, name), student in self.names.items() if name == "reference"}
+        keep_measurements(self.results.values(), references=named_reference)
         self.left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
+
+    def _mine(self, module: str, lesson_id: str | None):
+        return [(lesson, name, student) for (owner, lesson, name), student in self.names.items()
+                if owner == module and lesson_id in (None, lesson)]
 
     def of(self, module: str, lesson_id: str | None = None) -> dict[str, SubmissionResult]:
         """A module's results by the names it gave (one lesson's, when the module submitted to several)."""
-        return {name: self.results[(lesson, student)] for (owner, lesson, name), student in self.names.items()
-                if owner == module and lesson_id in (None, lesson)}
+        return {name: self.results[(lesson, student)] for lesson, name, student in self._mine(module, lesson_id)}
+
+    def rows_of(self, module: str) -> dict[tuple[str, str], dict]:
+        """A module's CSV rows, by (the name it gave, lesson id)."""
+        return {(name, lesson): self.rows[(lesson, student)] for lesson, name, student in self._mine(module, None)}
+
+    def printed_of(self, module: str) -> dict[tuple[str, str], str]:
+        """What `tfperf-lab grade` printed for each of a module's submissions (its head line and the indented lines under
+        it), by (the name it gave, lesson id)."""
+        return {(name, lesson): _printed(self.printed, lesson, student) for lesson, name, student in self._mine(module, None)}
+
+
+def _printed(printed: str, lesson_id: str, student: str) -> str:
+    taken: list[str] = []
+    for line in printed.splitlines():
+        if line.startswith(f"{lesson_id} ({student}): "):
+            taken.append(line)
+        elif taken and line.startswith("  "):
+            taken.append(line)
+        elif taken:
+            break
+    return "\n".join(taken)
 
 
 def class_results(lesson: Lesson | None = None, *, name: str = "graded"):
@@ -135,6 +181,8 @@ def class_results(lesson: Lesson | None = None, *, name: str = "graded"):
 MEASURED: list = []  # (lesson, student, Record) of every graded speed check in this test run: conftest prints their margins
 
 
-def keep_measurements(results) -> None:
-    """Add the graded speed checks of ``results`` to MEASURED."""
-    MEASURED.extend((result.lesson, result.student, record) for result in results for record in result.measurements if record.threshold)
+def keep_measurements(results, references: set[tuple[str, str]] = frozenset()) -> None:
+    """Add the graded speed checks of ``results`` to MEASURED; a (lesson id, student) in ``references`` is a reference
+    answer that the class graded under another module's name."""
+    MEASURED.extend((result.lesson, "reference" if (result.lesson, result.student) in references else result.student, record)
+                    for result in results for record in result.measurements if record.threshold)

@@ -12,15 +12,10 @@ alias of ``tf.summary.create_file_writer`` and logging every step where no check
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
-
 import pytest
 
-from tfperf_lab import cli
 from tfperf_lab.course import variants
-from pipeline import COURSE, with_solution, write_submission
+from pipeline import COURSE, with_solution
 
 pytestmark = pytest.mark.pipeline
 L01, L05, L07 = COURSE.lesson("01_callable_handles"), COURSE.lesson("05_metrics"), COURSE.lesson("07_tensorboard")
@@ -122,33 +117,24 @@ def _lesson01_class() -> dict[str, dict]:
     }
 
 
+def class_submissions():
+    """In the test run's class, graded by `tfperf-lab grade` with every other module's submissions."""
+    submissions = {(L01.id, student): nb for student, nb in _lesson01_class().items()}
+    submissions[(L05.id, "compiled_05")] = _appended(EAGER_05.notebook(L05), "make_evaluate_solution", COMPILED_05)
+    submissions[(L05.id, "honest_05")] = L05.source_notebook()
+    submissions[(L07.id, "shadow_writer_07")] = with_solution(L07, "train_logged_solution", SHADOW_WRITER_07)
+    return submissions
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder, work = tmp_path_factory.mktemp("class"), tmp_path_factory.mktemp("work")
-    for student, nb in _lesson01_class().items():
-        write_submission(folder, student, L01, nb)
-    write_submission(folder, "compiled_05", L05, _appended(EAGER_05.notebook(L05), "make_evaluate_solution", COMPILED_05))
-    write_submission(folder, "honest_05", L05, L05.source_notebook())
-    write_submission(folder, "shadow_writer_07", L07, with_solution(L07, "train_logged_solution", SHADOW_WRITER_07))
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work), "--workers", "2"])
-    with (work / "grades.csv").open(encoding="utf-8") as handle:
-        rows = {(row["student"], row["lesson"]): row for row in csv.DictReader(handle)}
-    return code, rows, printed.getvalue()
+def graded(graded_class):
+    """The command's exit code, this module's CSV rows by (student, lesson id), and what it printed for each."""
+    return graded_class.code, graded_class.rows_of(__name__), graded_class.printed_of(__name__)
 
 
-def _report(printed: str, student: str, lesson) -> str:
+def _report(printed: dict, student: str, lesson) -> str:
     """The lines `tfperf-lab grade` printed for one submission: its head line and the indented lines under it."""
-    lines, taken = printed.splitlines(), []
-    for line in lines:
-        if line.startswith(f"{lesson.id} ({student}): "):
-            taken.append(line)
-        elif taken and line.startswith("  "):
-            taken.append(line)
-        elif taken:
-            break
-    return "\n".join(taken)
+    return printed[(student, lesson.id)]
 
 
 def _points(row: dict, lesson, cell: str) -> float:

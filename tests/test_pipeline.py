@@ -93,6 +93,17 @@ def test_feedback_shows_no_hidden_test_source_or_traceback(graded, lesson_id):
     assert not leaks(html, lesson), f"the feedback shows {leaks(html, lesson)[:3]}"
 
 
+def test_no_feedback_page_of_the_class_shows_hidden_test_source_or_traceback(graded_class):
+    """Every notebook of the test run's class: the references, and the unoptimized, broken and dishonest answers whose
+    hidden tests fail (their tracebacks run through the hidden lines)."""
+    results = graded_class.results
+    assert len(results) > len(LESSONS) and all(r.feedback and r.feedback.exists() for r in results.values()), \
+        [key for key, r in results.items() if not (r.feedback and r.feedback.exists())]
+    found = {f"{lesson}/{student}": leaks(r.feedback.read_text(encoding="utf-8"), COURSE.lesson(lesson))
+             for (lesson, student), r in results.items()}
+    assert not any(found.values()), {key: shown[:3] for key, shown in found.items() if shown}
+
+
 def test_grades_csv_has_one_column_per_graded_cell(graded):
     lines = (graded[1] / "grades.csv").read_text().splitlines()
     header = lines[0].split(",")
