@@ -9,8 +9,11 @@ outside its test cell or twice, and say when a check was never served.
 from __future__ import annotations
 
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -184,6 +187,30 @@ def test_a_judge_that_cannot_start_says_so_and_leaves_nothing_behind(tiny, monke
             pass
     assert not referee.folder.exists() and referee not in judge._ACTIVE
 
+
+
+def test_judge_folders_left_by_a_killed_grader_are_removed_by_the_next_and_a_live_graders_are_not(tiny, request, monkeypatch):
+    source, nb, environment, _ = tiny
+    root = pathlib.Path(tempfile.mkdtemp(prefix="tj-", dir="/tmp"))  # short: a socket's path is at most 107 bytes
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a grader killed with SIGKILL: its pid names its folder, and it is no longer alive
+    stale = root / f"{judge.FOLDER_PREFIX}{gone.pid}-abc123"
+    (stale / "link").mkdir(parents=True)
+    (stale / "link" / "candidate.sock").write_text("")
+    live = root / f"{judge.FOLDER_PREFIX}{os.getppid()}-def456"  # another grading run on this machine, alive
+    live.mkdir()
+    unnamed = root / f"{judge.FOLDER_PREFIX}q8x_2kfz"  # no pid in its name (older versions): not ours to judge
+    unnamed.mkdir()
+    monkeypatch.setattr(judge, "_folder_root", lambda: str(root))
+    monkeypatch.setattr(judge, "_SWEPT", threading.Event())
+    referee = judge.Judge(source, environment=environment, executed=nb)  # the process's first judge sweeps
+    assert not stale.exists() and live.is_dir() and unnamed.is_dir()
+    assert referee.folder.parent == root and referee.folder.name.startswith(f"{judge.FOLDER_PREFIX}{os.getpid()}-")
+    assert judge.sweep_stale_folders(root) == []  # its own folder is a live grader's
+    with referee:
+        pass
+    assert not referee.folder.exists()
 
 # -- protocol 2: messages read once, with limits; calls chained; bursts dropped ------------------------------------------
 def _raw_client(address, payload: bytes, then=None):

@@ -44,6 +44,7 @@ import time
 from tfperf.report import Record
 
 from ..course import notebook
+from ..isolation.sandbox import alive
 from . import TECHNIQUE, timer
 from tfperf import link, timing
 
@@ -63,6 +64,33 @@ _MEASURING = threading.Lock()
 MACHINE_LOCK = pathlib.Path(tempfile.gettempdir()) / f"tfperf-lab-measuring-{os.getuid()}.lock"
 _ACTIVE: set = set()
 _ACTIVE_LOCK = threading.Lock()
+
+# A judge's socket folder is ``tfperf-judge-<grader's pid>-XXXX`` under /tmp; it removes it on exit. A grading process
+# that was killed (SIGKILL, the OOM killer, a cluster worker lost) leaves it: the first judge of the next grading process
+# removes those whose grader is gone (`sweep_stale_folders`), as `tfperf_lab.isolation.sandbox.sweep_stale` does for
+# cgroups. Folders of live graders (another grading run on this machine) are never touched.
+FOLDER_PREFIX = "tfperf-judge-"
+_SWEPT = threading.Event()
+
+
+def _folder_root() -> str | None:
+    return "/tmp" if os.path.isdir("/tmp") else None
+
+
+def sweep_stale_folders(root: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """Remove the judge folders (ours: same owner) of grading processes that are no longer alive. Returns those removed."""
+    root = pathlib.Path(root or _folder_root() or tempfile.gettempdir())
+    removed = []
+    for folder in sorted(root.glob(f"{FOLDER_PREFIX}*-*")):
+        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        try:
+            owned = folder.is_dir() and not folder.is_symlink() and folder.lstat().st_uid == os.geteuid()
+        except OSError:
+            continue
+        if owned and pid.isdigit() and not alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 class JudgeUnavailable(RuntimeError):
@@ -111,7 +139,10 @@ class Judge:
             if grade_id in checks:
                 self.windows[grade_id] = index
         # a short path of its own: a Unix socket's path may not exceed 107 bytes, and work folders can be deep
-        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="tfperf-judge-", dir="/tmp" if os.path.isdir("/tmp") else None))
+        if not _SWEPT.is_set():
+            _SWEPT.set()
+            sweep_stale_folders()
+        self.folder = pathlib.Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=_folder_root()))
         (self.folder / "link").mkdir()
         (self.folder / "reference").mkdir()
         self.candidate_address = self.folder / "link" / "candidate.sock"
