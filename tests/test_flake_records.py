@@ -20,7 +20,26 @@ def _threshold(lesson_id: str, cell_id: str) -> float:
     return float(value)
 
 
-BUSY = [(c["file"], r) for c in campaigns.load_campaigns(readme.flake_folder(COURSE)) if c["hogs"] >= 1 for r in c["rows"]]
+# Lessons whose speed check or fixture changed after campaigns that kept no fingerprint of it (`check_source`, kept
+# since 2026-12-02) were measured: those campaigns no longer count for them. A campaign that keeps one counts while it
+# matches the source (`notebook.check_fingerprint`).
+CHANGED = {"01_callable_handles": "2026-12-02: the graded check's session runs each call in the calling thread"}
+FINGERPRINTS = {(lesson.id, cell): notebook.check_fingerprint(lesson.source_notebook(), cell)
+                for lesson in COURSE.lessons for cell in lesson.speed_checks()}
+
+
+def current(row: dict) -> bool:
+    """Whether a campaign's row measured today's check: its fingerprint matches, or it has none and nothing changed since."""
+    if "check_source" in row:
+        return row["check_source"] == FINGERPRINTS.get((row["lesson"], row["cell"]))
+    return row["lesson"] not in CHANGED
+
+
+ALL = campaigns.load_campaigns(readme.flake_folder(COURSE))
+BUSY = [(c["file"], r) for c in ALL if c["hogs"] >= 1 for r in c["rows"] if current(r)]
+# Measured before the change named in CHANGED and not yet again: strict, so each fails once its campaign is committed.
+HOG1_PENDING = {"01_callable_handles": CHANGED["01_callable_handles"] + "; its one-core-busy campaign predates it"}
+BUSY_PENDING = {"01_callable_handles": CHANGED["01_callable_handles"] + "; no campaign with a core busy measured it since"}
 
 
 def test_docs_flake_block_is_generated_from_the_committed_campaigns():
@@ -28,7 +47,12 @@ def test_docs_flake_block_is_generated_from_the_committed_campaigns():
         "docs/flake-campaigns.md's flake block is stale: run `tfperf-lab flake --docs`"
 
 
-@pytest.mark.parametrize("lesson_id,cell_id", SPEED_CHECKS, ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
+def _pending(pairs, pending: dict):
+    return [pytest.param(*pair, marks=pytest.mark.xfail(reason=pending[pair[0]], strict=True)) if pair[0] in pending else pytest.param(*pair)
+            for pair in pairs]
+
+
+@pytest.mark.parametrize("lesson_id,cell_id", _pending(SPEED_CHECKS, BUSY_PENDING), ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
 def test_every_speed_check_was_measured_20_times_with_a_core_busy_at_its_current_threshold(lesson_id, cell_id):
     rows = [r for _, r in BUSY if (r["lesson"], r["cell"], r["answer"]) == (lesson_id, cell_id, "reference")]
     assert rows and all(r["runs"] >= 20 for r in rows), f"measure it: tfperf-lab flake {lesson_id[:2]} --runs 20 --hog 1 --variants --out docs/flake/{lesson_id}.json"
@@ -36,7 +60,8 @@ def test_every_speed_check_was_measured_20_times_with_a_core_busy_at_its_current
     assert all(r["passed"] == r["runs"] for r in rows), rows
 
 
-@pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if any(c in COURSE.lesson(v.lesson).speed_checks() for c in v.loses)],
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.xfail(reason=BUSY_PENDING[v.lesson], strict=True)) if v.lesson in BUSY_PENDING else v
+                                     for v in variants.VARIANTS if any(c in COURSE.lesson(v.lesson).speed_checks() for c in v.loses)],
                          ids=lambda v: f"{v.lesson[:2]}-{v.name}")
 def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
     for cell_id in set(variant.loses) & set(COURSE.lesson(variant.lesson).speed_checks()):
@@ -44,8 +69,7 @@ def test_every_unoptimized_answer_failed_its_speed_checks_in_20_runs(variant):
         assert rows and all(r["runs"] >= 20 and r["passed"] == 0 for r in rows), (variant.name, cell_id, rows)
 
 
-GRADER_BUSY = [c for c in campaigns.load_campaigns(readme.flake_folder(COURSE))
-               if c.get("verdicts") == "grader" and (c["hogs"] >= 1 or c.get("bursts"))]
+GRADER_BUSY = [c for c in ALL if c.get("verdicts") == "grader" and (c["hogs"] >= 1 or c.get("bursts"))]
 SPEED_LESSONS = [lesson.id for lesson in COURSE.lessons if lesson.speed_checks()]
 
 
@@ -66,18 +90,21 @@ def test_a_campaign_the_grader_timed_covers_every_check_and_every_answer_of_its_
             assert rows[0]["measured_by"] == "grader", rows[0]
 
 
-@pytest.mark.parametrize("hogs", [1, 2], ids=["one core busy", "both cores busy"])
-def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_with_both_cores_busy(hogs):
+@pytest.mark.parametrize("lesson_id,hogs", [
+    pytest.param(lesson_id, hogs, marks=pytest.mark.xfail(reason=HOG1_PENDING[lesson_id], strict=True)) if hogs == 1 and lesson_id in HOG1_PENDING
+    else pytest.param(lesson_id, hogs, marks=pytest.mark.xfail(reason=BUSY_PENDING[lesson_id], strict=True)) if hogs == 2 and lesson_id in BUSY_PENDING
+    else pytest.param(lesson_id, hogs) for hogs in (1, 2) for lesson_id in SPEED_LESSONS],
+    ids=lambda v: {1: "one core busy", 2: "both cores busy"}.get(v, v) if isinstance(v, int) else v[:2])
+def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_with_both_cores_busy(lesson_id, hogs):
     """Issue 14: a campaign timed by the grader with one core busy (`--hog 1`) and one with both (`--hog 2`), for every
-    lesson that grades speed (what each must hold is checked campaign by campaign above)."""
-    covered = {r["lesson"] for c in GRADER_BUSY if c["hogs"] == hogs and not c.get("bursts") for r in c["rows"]}
-    missing = sorted(lesson.id for lesson in COURSE.lessons if lesson.speed_checks() and lesson.id not in covered)
+    lesson that grades speed (what each must hold is checked campaign by campaign above), of today's checks."""
+    covered = {r["lesson"] for c in GRADER_BUSY if c["hogs"] == hogs and not c.get("bursts") for r in c["rows"] if current(r)}
     suffix = ".hog2" if hogs == 2 else ""
-    assert not missing, f"measure them: tfperf-lab flake LESSON --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/LESSON{suffix}.json: {missing}"
+    assert lesson_id in covered, f"measure it: tfperf-lab flake {lesson_id} --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/{lesson_id}{suffix}.json"
 
 
 # Not measured yet (issue 22): strict, so the test fails as soon as the campaign is committed and this entry is stale.
-BURSTS_PENDING: dict[str, str] = {}
+BURSTS_PENDING = {"01_callable_handles": CHANGED["01_callable_handles"] + "; its campaign beside bursty neighbours predates it"}
 
 
 @pytest.mark.parametrize("lesson_id", [pytest.param(lesson_id, marks=pytest.mark.xfail(reason=BURSTS_PENDING[lesson_id], strict=True))
@@ -89,14 +116,14 @@ def test_every_lesson_with_speed_checks_was_graded_beside_bursty_neighbours_on_t
     from tfperf.link import PROTOCOL
 
     covered = {r["lesson"] for c in GRADER_BUSY if c.get("bursts") and not c["hogs"] and c.get("protocol") == PROTOCOL
-               for r in c["rows"]}
+               for r in c["rows"] if current(r)}
     assert lesson_id in covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --burst 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.burst.json")
 
 
 # Measured with both cores busy before protocol 2 (issue 22) and not yet again: strict, as above.
-HOG2_PENDING = {lesson: "its both-cores-busy campaign predates protocol 2 (2026-12-01); not measured again yet"
-                for lesson in ("01_callable_handles", "03_tf_function")}
+HOG2_PENDING = {"01_callable_handles": CHANGED["01_callable_handles"] + "; measured on protocol 2 before it: 11/20 (median 1.83x)",
+                "03_tf_function": "its both-cores-busy campaign predates protocol 2 (2026-12-01); not measured again yet"}
 
 
 @pytest.mark.parametrize("lesson_id", [pytest.param(lesson_id, marks=pytest.mark.xfail(reason=HOG2_PENDING[lesson_id], strict=True))
@@ -107,7 +134,7 @@ def test_every_lesson_with_speed_checks_was_graded_with_both_cores_busy_on_the_c
     from tfperf.link import PROTOCOL
 
     covered = {r["lesson"] for c in GRADER_BUSY if c["hogs"] == 2 and not c.get("bursts") and c.get("protocol") == PROTOCOL
-               for r in c["rows"]}
+               for r in c["rows"] if current(r)}
     assert lesson_id in covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --hog 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.hog2.json")
 
@@ -131,19 +158,17 @@ def test_flake_block_counts_false_failures_and_false_passes_and_ignores_checks_a
     assert "| 2026-01-03 | 2 | none | bubblewrap | the kernel | 03 | 20 | 0 | 1.00 (03) | - | 4.0 | 2.0 |" in block
 
 
-def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check():
+@pytest.mark.parametrize("lesson_id,cell_id", _pending(SPEED_CHECKS, BURSTS_PENDING), ids=[f"{lesson[:2]}-{cell}" for lesson, cell in SPEED_CHECKS])
+def test_the_default_worker_count_was_measured_free_of_false_failures_on_every_speed_check(lesson_id, cell_id):
     workers = batch.DEFAULT_WORKERS
     if workers == 1:
         pytest.skip("one grading at a time on this machine: the one-worker campaigns above cover it")
-    found = campaigns.load_campaigns(readme.flake_folder(COURSE))
-    covered = {}  # every reference run at today's threshold, no core hogged (quiet, or beside bursty neighbours), per check
-    for c in found:
-        for r in c["rows"]:
-            if c["workers"] == workers and c["hogs"] == 0 and r["answer"] == "reference" and r["threshold"] == _threshold(r["lesson"], r["cell"]):
-                covered.setdefault((r["lesson"], r["cell"]), []).append(r)
-    assert sorted(covered) == sorted(SPEED_CHECKS), (f"not measured at today's threshold: {sorted(set(SPEED_CHECKS) - set(covered))}: "
-                                                     f"tfperf-lab flake --runs 20 --workers {workers} --out docs/flake/workers-{workers}.json")
-    assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for rows in covered.values() for r in rows), covered
+    # every reference run of today's check at today's threshold, no core hogged (quiet, or beside bursty neighbours)
+    rows = [r for c in ALL for r in c["rows"] if c["workers"] == workers and c["hogs"] == 0 and r["answer"] == "reference"
+            and (r["lesson"], r["cell"]) == (lesson_id, cell_id) and r["threshold"] == _threshold(lesson_id, cell_id) and current(r)]
+    assert rows, (f"not measured at today's threshold: tfperf-lab flake {lesson_id} --runs 20 --workers {workers} "
+                  f"--out docs/flake/workers-{workers}.json")
+    assert all(r["runs"] >= 20 and r["passed"] == r["runs"] for r in rows), rows
 
 
 def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
@@ -156,3 +181,15 @@ def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
     assert row["measured_by"] == "grader" and row["passed"] == 0, row
     unjudged = SubmissionResult("s", "01_callable_handles", cells=[cell])
     assert flake._row("01_callable_handles", "handle_is_faster", ["x"], "a", [unjudged], 1.0)["measured_by"] == "kernel"
+
+
+def test_a_campaign_counts_for_todays_check_only_while_its_fingerprint_matches_or_nothing_changed_since():
+    lesson_id, cell_id = SPEED_CHECKS[0]
+    row = {"lesson": lesson_id, "cell": cell_id}
+    assert current(row | {"check_source": FINGERPRINTS[(lesson_id, cell_id)]})
+    assert not current(row | {"check_source": "0" * 16})
+    assert current(row) == (lesson_id not in CHANGED)
+    nb = COURSE.lesson(lesson_id).source_notebook()
+    (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
+    cell["source"] = notebook.source(cell).replace("threshold=", "threshold= ")
+    assert notebook.check_fingerprint(nb, cell_id) != FINGERPRINTS[(lesson_id, cell_id)]

@@ -95,6 +95,18 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
     return checks
 
 
+def check_fingerprint(nb: dict, cell_id: str) -> str:
+    """What a speed check's verdict depends on in the instructor's source, as a short hash: the check's test cell and the
+    cells the reference process runs before it (tagged ``speed-fixture``), less the stamped setup cell (it only imports
+    the course). A flake campaign keeps it per row, so a campaign measured before the check or its fixture changed
+    shows as stale (tests/test_flake_records.py)."""
+    import hashlib
+
+    parts = [source(cell) for cell in nb["cells"]
+             if cell.get("id") == cell_id or (FIXTURE_TAG in cell.get("metadata", {}).get("tags", []) and cell.get("id") != "setup")]
+    return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
+
+
 def review_cells(nb: dict) -> dict[str, list[str]]:
     """grade_id -> the speed checks whose points it shares when the review (`tfperf_lab.grading.review`) flags an answer: a speed
     test cell's own checks, and for a structural test cell the checks named in ``metadata.tfperf.review_with``. A

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from ..course import Course, Lesson, WorkFolder, variants
+from ..course import Course, Lesson, WorkFolder, notebook, variants
 from ..speed import TECHNIQUE
 from . import batch, stage
 
@@ -101,6 +101,7 @@ def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: in
                 results = [(futures[f], f.result()) for f in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
                                                                   desc=f"{lesson.id} x{runs}", disable=not progress)]
             elapsed = time.monotonic() - began
+            source_nb = notebook.read(lesson.source)
             targets = {variant.name: set(variant.loses) for variant in variants.for_lesson(lesson.id)}
             for kind in sorted({kind for kind, _ in results}):
                 graded = [result for k, result in results if k == kind]
@@ -108,7 +109,8 @@ def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: in
                     if kind != "reference" and cell_id not in targets[kind]:
                         continue  # this unoptimized answer leaves that exercise as the reference has it
                     rows.append(_row(lesson.id, cell_id, names, kind, graded, elapsed / len(results)) |
-                                {"load_median": statistics.median(load) if load else None})
+                                {"load_median": statistics.median(load) if load else None,
+                                 "check_source": notebook.check_fingerprint(source_nb, cell_id)})
     return rows
 
 

@@ -551,8 +551,7 @@ class _Cgroup:
         self.freeze_file = None
 
 
-def alive(pid: int) -> bool:
-    """Whether a process with this pid exists (another user's counts as alive)."""
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -577,7 +576,7 @@ def sweep_stale(root: pathlib.Path | None = None, parent: str | None = None) -> 
     for base, kind in bases:
         for folder in sorted((base / parent).glob("job-*-*")) if (base / parent).is_dir() else []:
             pid = folder.name.split("-")[1]
-            if pid.isdigit() and not alive(int(pid)):
+            if pid.isdigit() and not _alive(int(pid)):
                 _Cgroup.adopt(folder, kind).remove()
                 removed.append(folder)
     return removed
