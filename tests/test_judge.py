@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from tfperf import link
+from tfperf import link, timing
 from tfperf_lab.speed import judge
 from tfperf_lab.course import notebook
 from tfperf_lab.isolation import sandbox
@@ -141,6 +141,31 @@ def test_batches_are_sized_by_the_slower_side_with_a_floor_for_the_faster_one():
     assert timer.batch_calls(1e-5, 2e-5) == 1000
     assert timer.batch_calls(0.0, 0.0) >= 1
 
+
+
+@pytest.mark.parametrize("per_call,overhead,grows", [(25e-6, 4e-4, True), (80e-6, 4e-4, True), (5e-3, 4e-4, False), (0.3, 4e-4, False)])
+def test_batches_sized_on_single_calls_that_are_mostly_messaging_are_resized_and_slower_calls_keep_their_size(per_call, overhead, grows):
+    """A single call's time includes the batch's messaging (and freezing the sandbox): lesson 01's 25-80 us calls were
+    sized as if they took ~0.5 ms, into batches of 1-4 ms that one time slice of a neighbour could double."""
+    options = timing.CheckOptions(threshold=1.6)
+
+    class Fake(timer.Rounds):
+        def __init__(self):
+            self.options, self.sizes = options, []
+
+        def pair(self, seed, calls):
+            self.sizes.append(calls)
+            return overhead + 3 * per_call * calls, overhead + per_call * calls, (None, None)  # baseline 3x slower per call
+
+    rounds = Fake()
+    single = timer.batch_calls(overhead + per_call, overhead + 3 * per_call, options.sample_time)
+    calls = rounds.calibrated(single)
+    assert len(rounds.sizes) <= timer.CALIBRATIONS
+    if grows:
+        assert calls > 1.5 * single
+        assert 0.5 * options.sample_time <= 3 * per_call * calls <= timer.MAX_BATCH  # the slower side's batch: ~20 ms, not ~1 ms
+    else:
+        assert calls == single and len(rounds.sizes) == 1
 
 def test_a_busy_grading_process_does_not_touch_the_measurement(tiny):
     # Another worker's nbgrader steps run as threads of the grading process. Sorting a long list holds the interpreter

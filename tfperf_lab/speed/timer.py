@@ -37,6 +37,7 @@ MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging
 MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
 CHECKED_CALLS = 4  # calls the reference spot-checks, untimed, in a batch the learner's kernel served both sides of
 MIN_SPAN = 1.0  # seconds the timed rounds span at least, so one burst of a neighbour cannot cover a whole decision
+CALIBRATIONS = 3  # batches at most that correct the batch size the single calls gave (`Rounds.calibrated`)
 DISTURBED = 0.10  # a batch whose side waited for a CPU this much longer (share of its time) than that side usually does
 
 
@@ -271,8 +272,22 @@ class Rounds:
                              f"{index + 1} of a batch: digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
                              f"{np.round(np.asarray(want, dtype=float)[:3], 6).tolist()})")
 
+    def calibrated(self, calls: int) -> int:
+        """Batch size, corrected on batches of the size the single calls gave (not used for the verdict). A single call's
+        time includes the batch's messaging and, for the baseline, freezing the learner's sandbox: for calls of tens of
+        microseconds that overhead is most of it, and batches sized on it ran 1-4 ms, which one time slice of a neighbour
+        on the core could double (lesson 01's check, both cores busy: 3 of 30 references failed). The size only grows,
+        and only when a batch says the estimate was off by more than half: calls that take milliseconds keep theirs."""
+        for _ in range(CALIBRATIONS):
+            b, c, _ = self.pair(secrets.randbits(62), calls)
+            resized = batch_calls(min(b, c) / calls, max(b, c) / calls, self.options.sample_time)
+            if resized <= calls * 1.5:
+                break
+            calls = resized
+        return calls
+
     def run(self) -> dict:
-        """Warm-up, one call of each side to size the batches, then paired rounds until the interval of the kept rounds'
+        """Warm-up, one call of each side to size the batches (`calibrated` corrects the size), then paired rounds until the interval of the kept rounds'
         ratios decides the threshold, the rounds span at least `MIN_SPAN` and there are at least ``min_rounds`` kept
         rounds, or the budget runs out. Rounds a burst disturbed (`undisturbed`) are measured but not used."""
         options, began = self.options, time.perf_counter()
@@ -282,7 +297,7 @@ class Rounds:
             warm = ([b / options.warmup], [c / options.warmup])
         singles = [self.pair(secrets.randbits(62), 1) for _ in range(2)]
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
-        calls = batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time)
+        calls = self.calibrated(batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time))
         waits: list[tuple[float | None, float | None]] = []
 
         def pair(index: int) -> tuple[float, float]:
