@@ -76,6 +76,11 @@ def _all_checks(lesson_id: str) -> set[tuple[str, str]]:
     return {(lesson_id, cell) for cell in COURSE.lesson(lesson_id).speed_checks()}
 
 
+def _measured_today(campaigns) -> set[tuple[str, str]]:
+    """The (lesson, check) pairs that these campaigns measured as the check is today."""
+    return {(r["lesson"], r["cell"]) for c in campaigns for r in c["rows"] if current(r)}
+
+
 GRADER_BUSY = [c for c in ALL if c.get("verdicts") == "grader" and (c["hogs"] >= 1 or c.get("bursts"))]
 SPEED_LESSONS = [lesson.id for lesson in COURSE.lessons if lesson.speed_checks()]
 
@@ -106,7 +111,7 @@ def test_a_campaign_the_grader_timed_covers_every_check_and_every_answer_of_its_
 def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_with_both_cores_busy(lesson_id, hogs):
     """Issue 14: a campaign timed by the grader with one core busy (`--hog 1`) and one with both (`--hog 2`), for every
     lesson that grades speed (what each must hold is checked campaign by campaign above), of today's checks."""
-    covered = {(r["lesson"], r["cell"]) for c in GRADER_BUSY if c["hogs"] == hogs and not c.get("bursts") for r in c["rows"] if current(r)}
+    covered = _measured_today(c for c in GRADER_BUSY if c["hogs"] == hogs and not c.get("bursts"))
     suffix = ".hog2" if hogs == 2 else ""
     assert _all_checks(lesson_id) <= covered, f"measure it: tfperf-lab flake {lesson_id} --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/{lesson_id}{suffix}.json"
 
@@ -123,8 +128,7 @@ def test_every_lesson_with_speed_checks_was_graded_beside_bursty_neighbours_on_t
     as every campaign above."""
     from tfperf.link import PROTOCOL
 
-    covered = {(r["lesson"], r["cell"]) for c in GRADER_BUSY if c.get("bursts") and not c["hogs"] and c.get("protocol") == PROTOCOL
-               for r in c["rows"] if current(r)}
+    covered = _measured_today(c for c in GRADER_BUSY if c.get("bursts") and not c["hogs"] and c.get("protocol") == PROTOCOL)
     assert _all_checks(lesson_id) <= covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --burst 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.burst.json")
 
@@ -140,8 +144,7 @@ def test_every_lesson_with_speed_checks_was_graded_with_both_cores_busy_on_the_c
     both-cores-busy campaigns must be measured with it too."""
     from tfperf.link import PROTOCOL
 
-    covered = {(r["lesson"], r["cell"]) for c in GRADER_BUSY if c["hogs"] == 2 and not c.get("bursts") and c.get("protocol") == PROTOCOL
-               for r in c["rows"] if current(r)}
+    covered = _measured_today(c for c in GRADER_BUSY if c["hogs"] == 2 and not c.get("bursts") and c.get("protocol") == PROTOCOL)
     assert _all_checks(lesson_id) <= covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --hog 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.hog2.json")
 
