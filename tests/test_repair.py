@@ -50,6 +50,21 @@ def test_ids_alone_are_enough_and_nothing_is_matched_twice():
     assert _graded(notebook) == _graded(release)
 
 
+def test_a_new_cell_without_an_id_in_a_notebook_that_kept_its_ids_gets_one():
+    """An editor that writes no ids, or a hand-edited file: nbformat 4.5 wants an id on every cell (a warning today,
+    an error in later nbformat versions), so the staged copy gets one even when nothing needed matching."""
+    import warnings
+
+    release = nb_file.read(LESSONS[0].release)
+    notebook = _copy(release)
+    notebook["cells"].insert(3, {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None})
+    assert stage.repair_metadata(notebook, release) == (0, 0)
+    assert all(cell.get("id") for cell in notebook["cells"]) and _graded(notebook) == _graded(release)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nbformat.validate(nbformat.from_dict(notebook))
+
+
 def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
     release = nb_file.read(LESSONS[0].release)
     notebook = _strip_metadata(_copy(release), ids=True)
@@ -64,14 +79,21 @@ def test_an_answer_cell_among_several_new_cells_is_left_unmatched_not_guessed():
     assert set(tests) <= set(_graded(notebook)), "the test cells still match"
 
 
-def test_a_deleted_read_only_cell_is_put_back_where_it_was():
+@pytest.mark.parametrize(("cell_id", "kind"), [("baseline_evaluation_case", "read-only cell"), ("evaluate_is_faster", "test cell")])
+def test_a_deleted_read_only_or_test_cell_is_put_back_where_it_was_with_its_id(cell_id, kind):
+    # nbgrader would re-add the test cell at the end without an id: a warning in nbformat 5.10, an error later
+    import warnings
+
     release = nb_file.read(COURSE.lesson("05_metrics").release)
-    at = next(i for i, c in enumerate(release["cells"]) if c.get("id") == "baseline_evaluation_case")
+    at = next(i for i, c in enumerate(release["cells"]) if c.get("id") == cell_id)
     notebook = nb_file.copy(release)
     del notebook["cells"][at]
-    assert "read-only cell baseline_evaluation_case was deleted" in " ".join(stage.tamper_notes(notebook, release))
-    stage.restore_read_only(notebook, release)
+    assert f"{kind} {cell_id} was deleted" in " ".join(stage.tamper_notes(notebook, release))
+    stage.restore_deleted(notebook, release)
     assert [c.get("id") for c in notebook["cells"]] == [c.get("id") for c in release["cells"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nbformat.validate(nbformat.from_dict(notebook))
 
 
 @pytest.mark.parametrize(("lesson_id", "learner_cell", "flagged"), [

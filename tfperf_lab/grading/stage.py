@@ -119,14 +119,13 @@ def repair_metadata(nb: dict, release: dict) -> tuple[int, int]:
         if "nbgrader" not in metadata and cell.get("id") in graded:
             metadata["nbgrader"] = notebook.copy(graded[cell["id"]]["metadata"]["nbgrader"])
             by_id += 1
-    if any("id" in cell for cell in nb["cells"]) or any("nbgrader" in cell["metadata"] for cell in nb["cells"]):
-        return by_id, by_content
-    for mine, theirs in _match_by_content(nb, release).items():
-        original = release["cells"][theirs]
-        nb["cells"][mine]["id"] = original.get("id")
-        if "nbgrader" in original.get("metadata", {}):
-            nb["cells"][mine]["metadata"]["nbgrader"] = notebook.copy(original["metadata"]["nbgrader"])
-            by_content += 1
+    if not any("id" in cell for cell in nb["cells"]) and not any("nbgrader" in cell["metadata"] for cell in nb["cells"]):
+        for mine, theirs in _match_by_content(nb, release).items():
+            original = release["cells"][theirs]
+            nb["cells"][mine]["id"] = original.get("id")
+            if "nbgrader" in original.get("metadata", {}):
+                nb["cells"][mine]["metadata"]["nbgrader"] = notebook.copy(original["metadata"]["nbgrader"])
+                by_content += 1
     taken = {cell.get("id") for cell in nb["cells"]}
     for index, cell in enumerate(nb["cells"]):  # nbformat 4.5 wants an id on every cell
         if not cell.get("id"):
@@ -153,14 +152,17 @@ def tamper_notes(nb: dict, release: dict) -> list[str]:
     return notes
 
 
-def restore_read_only(nb: dict, release: dict) -> None:
-    """Put back deleted read-only cells (they define the baselines speed is measured against), after their predecessor.
+def restore_deleted(nb: dict, release: dict) -> None:
+    """Put back deleted read-only cells (they define the baselines speed is measured against) and test cells, each
+    after its predecessor, with its release id.
 
-    nbgrader restores edited read-only cells by checksum and re-adds deleted test cells, but not deleted read-only ones.
+    nbgrader restores edited cells by checksum (a test cell's hidden tests too) but re-adds no deleted read-only cell,
+    and re-adds a deleted test cell with no id, which nbformat 4.5 warns about today and will refuse later: the
+    submission would then stop grading. The copy of the release cell lacks the hidden tests; nbgrader writes them back.
     """
     for index, cell in enumerate(release["cells"]):
         present = [c.get("id") for c in nb["cells"]]
-        if not notebook.is_read_only(cell) or cell.get("id") in present:
+        if not notebook.is_protected(cell) or cell.get("id") in present:
             continue
         before = next((present.index(c.get("id")) for c in reversed(release["cells"][:index]) if c.get("id") in present), -1)
         nb["cells"].insert(before + 1, notebook.copy(cell))
@@ -191,7 +193,7 @@ def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | Non
     if by_name and by_name[0] != lesson.id:
         notes.append(f"the file is named for {by_name[0]} but is lesson {lesson.id}: graded as {lesson.id}")
     notes += tamper_notes(nb, release)
-    restore_read_only(nb, release)
+    restore_deleted(nb, release)
     found = review.review(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
     if found:
         notes.append(review.note(found))
