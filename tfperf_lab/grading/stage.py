@@ -147,7 +147,7 @@ def tamper_notes(nb: dict, release: dict) -> list[str]:
             notes.append(f"{kind} {name} was deleted: restored from the release and graded")
         elif mine.get("cell_type") != cell["cell_type"]:
             notes.append(f"{kind} {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
-        elif notebook.visible(notebook.source(mine)) != notebook.visible(notebook.source(cell)):
+        elif notebook.source(mine) != notebook.source(cell):  # the whole source: code hidden between test markers counts
             notes.append(f"{kind} {name} was edited: the original was restored and graded")
     return notes
 
