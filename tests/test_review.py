@@ -219,3 +219,27 @@ def test_the_untouched_release_has_no_finding():
 def test_a_cell_that_does_not_parse_or_nests_deeply_is_read_without_crashing():
     assert _found("01_callable_handles", "def broken(:\n    pass") == []
     assert _found("01_callable_handles", "x = " + "(" * 5000 + "1" + ")" * 5000) == []
+
+
+# -- the corpora: reaches written by someone who never read this reader, honest answers in styles the lessons do not show
+import corpus_reaches  # noqa: E402
+
+
+def reach_notebook(reach) -> dict:
+    """The reference solution with the reach added as a learner would: appended to an answer cell, or a cell of its own."""
+    lesson = COURSE.lesson(reach.lesson)
+    nb = lesson.source_notebook()
+    if reach.where == "answer":
+        cell = next(c for c in nb["cells"] if c.get("id") == reach.cell)
+        cell["source"] = notebook.source(cell).rstrip("\n") + "\n\n" + reach.code
+    else:
+        index = max(i for i, c in enumerate(nb["cells"]) if notebook.nbgrader_meta(c).get("solution"))
+        nb["cells"].insert(index + 1, nbformat.v4.new_code_cell(reach.code))
+    return nb
+
+
+@pytest.mark.parametrize("reach", corpus_reaches.REACHES, ids=lambda r: f"{r.lesson[:2]}-{r.name}")
+def test_every_reach_of_the_corpus_is_on_the_review_list(reach):
+    lesson = COURSE.lesson(reach.lesson)
+    found = review.review(reach_notebook(reach), lesson.release_notebook(), lesson.source_notebook())
+    assert found, (reach.how, reach.code)

@@ -91,6 +91,31 @@ def cmd_grade(args) -> int:
     return 0
 
 
+def cmd_review(args) -> int:
+    """List the review list with each finding in context, or settle one submission: --accept pays what the grader
+    measured for its withheld cells, --reject keeps them at 0 (nothing runs again)."""
+    from .course import WorkFolder
+    from .grading import batch, decisions
+
+    course = _course(args)
+    work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
+    if not (work.root / "state").is_dir():
+        print(f"tfperf-lab: nothing was graded in {work.root} (grade first: tfperf-lab grade FOLDER --work {work.root})", file=sys.stderr)
+        return 2
+    chosen = args.accept or args.reject
+    if not chosen:
+        print("\n".join(decisions.listing(course, work)))
+        return 0
+    try:
+        _, said = decisions.decide(course, work, chosen[0], chosen[1], "accepted" if args.accept else "rejected", by=args.by,
+                                   csv_path=pathlib.Path(args.csv) if args.csv else None, render=batch.feedback)
+    except decisions.ReviewError as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(said))
+    return 0
+
+
 def cmd_run(args) -> int:
     """The main job: run every lesson's reference solution here and write the course report."""
     from .publish import readme, report
@@ -243,6 +268,16 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
     grade.set_defaults(func=cmd_grade)
+
+    review = sub.add_parser("review", help=cmd_review.__doc__)
+    review.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
+    decision = review.add_mutually_exclusive_group()
+    decision.add_argument("--accept", nargs=2, metavar=("STUDENT", "LESSON"),
+                          help="pay the withheld cells what their tests earned and the grader measured")
+    decision.add_argument("--reject", nargs=2, metavar=("STUDENT", "LESSON"), help="keep the withheld cells at 0")
+    review.add_argument("--by", help="who decides (default: your user name)")
+    review.add_argument("--csv", help="the grades CSV to rewrite (default: WORK/grades.csv)")
+    review.set_defaults(func=cmd_review)
 
     run = sub.add_parser("run", help=cmd_run.__doc__)
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

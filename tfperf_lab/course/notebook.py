@@ -148,3 +148,61 @@ def read_only_names(nb: dict) -> set[str]:
             body = source(cell)
             names |= {name for name in bound_names(body) if name.isupper() or re.search(rf"^(def|class)\s+{name}\b", body, re.M)}
     return names
+
+
+# A section opens at a markdown heading of level 1 or 2 (``# Title``, ``## 3. Exercise 1: ... (6 points)``); ``###``
+# headings are parts of the section they sit in (lesson 04's "### Your task" holds its exercise's answer cell).
+SECTION_HEADING = re.compile(r"^ {0,3}(#{1,2})[ \t]+(\S.*?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def headings(cell: dict, *, level: int = 2) -> list[str]:
+    """The titles of the markdown headings of ``level`` or above in a cell (``#`` lines inside fenced code are not
+    headings); nothing for a code cell."""
+    if cell.get("cell_type") != "markdown":
+        return []
+    found, fenced = [], False
+    for line in source(cell).splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        match = None if fenced else SECTION_HEADING.match(line)
+        if match and len(match.group(1)) <= level:
+            found.append(match.group(2))
+    return found
+
+
+def sections(nb: dict, *, openers=None) -> list[dict]:
+    """The notebook split at its section headings, in order: ``{"title", "heading", "start", "stop", "graded", "tests"}``.
+
+    A section runs from a markdown cell with a heading of level 1 or 2 (``start``, the cell's index; ``heading``, its
+    id; ``title``, its first heading) to the next one (``stop``, exclusive); cells before the first heading form a
+    section with ``heading`` None. ``graded`` lists the grade ids of the graded cells it holds (tests and written
+    answers), ``tests`` those of its autograded test cells. With ``openers`` (cell ids), only those cells open a
+    section: a submission split at the release's headings, so a heading a learner wrote (in a written answer, in a
+    cell they added) opens none, and one they deleted merges two sections into one.
+    """
+    found: list[dict] = []
+    current = {"title": "", "heading": None, "start": 0, "stop": 0, "graded": [], "tests": []}
+    for index, cell in enumerate(nb["cells"]):
+        titles = headings(cell)
+        opens = bool(titles) if openers is None else cell.get("id") in openers
+        if opens:
+            if index > current["start"]:  # the section so far holds cells (none before a heading in the first cell)
+                found.append(dict(current, stop=index))
+            current = {"title": titles[0] if titles else source(cell).strip().split("\n")[0], "heading": cell.get("id"),
+                       "start": index, "stop": index, "graded": [], "tests": []}
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and meta.get("grade_id"):
+            current["graded"].append(meta["grade_id"])
+            if cell.get("cell_type") == "code" and not meta.get("solution"):
+                current["tests"].append(meta["grade_id"])
+    if len(nb["cells"]) > current["start"]:
+        found.append(dict(current, stop=len(nb["cells"])))
+    return found
+
+
+def exercises(nb: dict, *, openers=None) -> list[dict]:
+    """The sections (`sections`) that hold graded cells: the exercises, and the written questions graded by hand (each a
+    section of its own in every lesson)."""
+    return [section for section in sections(nb, openers=openers) if section["graded"]]

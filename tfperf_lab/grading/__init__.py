@@ -4,7 +4,8 @@
    learner's cells (Python's ast) for reaches into the machinery: the review list.
 2. execute: `autograde` runs nbgrader's ``Autograde`` in-process with `settings`' configuration, in which `execute`'s
    `SandboxedExecute` runs the notebook as a `job` (sandbox plus judge, a `job.Job`) here or on a Dask cluster (`cluster`).
-3. `score`: points from the executed notebook, on the host; speed points only from the grader's verdicts.
+3. `score`: points from the executed notebook, on the host; speed points only from the grader's verdicts; the review
+   cells of the exercises a finding reaches withheld until a person's decision (`decisions`: ``tfperf-lab review``).
 4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`).
 
 `untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors). Also here,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import csv
 import hashlib
 import json
 import os
@@ -23,11 +22,11 @@ import time
 
 from nbgrader.api import Gradebook
 
-from . import autograde, job, score, settings, stage
+from . import autograde, decisions, job, score, settings, stage
 from . import untrusted
 from ..course.config import DEFAULTS
 from ..course import Course, WorkFolder
-from .results import SubmissionResult
+from .results import SubmissionResult, write_csv
 
 # Parallel gradings share the cores their speed checks time on. A sandbox is pinned to cores of its own only when each
 # gets at least two: lessons measure parallel work (lesson 04's parallel reads need AUTOTUNE to see two cores), so one
@@ -97,6 +96,7 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
     began = time.monotonic()
     staged.write(work)
+    decisions.clear_paid(course, work, staged.student, staged.lesson.id)  # a review decision pays again only for the same file
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
     run = autograde.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
                             backend=backend, cpus=cpus)
@@ -290,23 +290,3 @@ def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, f
     finally:
         if owned:
             shutil.rmtree(work.root, ignore_errors=True)
-
-
-def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
-    """One row per submission: student, lesson, score, max, status, review (why a person should look, or empty), then
-    one column per graded cell."""
-    columns: list[str] = []
-    for result in results:
-        for cell in result.cells:
-            key = f"{result.lesson}:{cell.id}"
-            if key not in columns:
-                columns.append(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", "lesson", "score", "max_score", "status", "review", *columns])
-        for result in results:
-            scores = {f"{result.lesson}:{cell.id}": ("" if cell.score is None else cell.score) for cell in result.cells}
-            writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, " | ".join(result.review),
-                             *(scores.get(c, "") for c in columns)])
-    return path

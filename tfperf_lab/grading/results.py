@@ -6,6 +6,7 @@ campaigns. Measurements are `tfperf.report.Record` objects: the same type the no
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import pathlib
 
@@ -14,8 +15,9 @@ from tfperf.report import Record
 
 @dataclasses.dataclass
 class CellResult:
-    """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run, manual or review (withheld until
-    a person has looked: `tfperf_lab.grading.review`)."""
+    """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run, manual, review (withheld until
+    a person has looked: `tfperf_lab.grading.review`) or rejected (withheld, and a person decided to pay nothing:
+    `tfperf_lab.grading.decisions`)."""
 
     id: str
     score: float | None
@@ -42,6 +44,11 @@ class SubmissionResult:
     judged: bool = False  # the grader timed the speed checks (tfperf_lab.speed.judge): only its measurements decided speed points
     review: list[str] = dataclasses.field(default_factory=list)  # why it is on the review list (tfperf_lab.grading.review), if it is
     attempts: int = 1  # more than one: graded again after a cluster worker was lost (tfperf_lab.grading.cluster)
+    findings: list[dict] = dataclasses.field(default_factory=list)  # the review's findings: {"cell", "line", "code", "why"}
+    # cell id -> what a withheld cell had before it was withheld: {"earned" (its test's points, the grader's speed verdict
+    # applied), "status", "message", "findings" (["cell C line N", ...])}; what `tfperf-lab review --accept` pays
+    withheld: dict[str, dict] = dataclasses.field(default_factory=dict)
+    decision: dict | None = None  # a person's review decision: {"decision": accepted|rejected, "by", "at"} (tfperf_lab.grading.decisions)
 
     @property
     def score(self) -> float:
@@ -82,6 +89,8 @@ class SubmissionResult:
             lines = [head + f"{self.score:g} / {self.max_score:g} points autograded" + (f", {manual:g} more graded by hand" if manual else "")
                      + f" ({self.seconds:.0f} s)"]
         lines += [f"  note: {note}" for note in self.notes]
+        if self.decision:
+            lines.append(f"  review: {self.decision['decision']} by {self.decision['by']} on {self.decision['at']}")
         lines += [f"  REVIEW: {finding}" for finding in self.review]
         width = max((len(cell.id) for cell in self.cells), default=10)
         for cell in self.cells:
@@ -94,3 +103,26 @@ class SubmissionResult:
         if self.feedback:
             lines.append(f"  feedback: {self.feedback}")
         return lines
+
+
+def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
+    """One row per submission: student, lesson, score, max, status, review (why a person should look, or empty; after
+    a person's decision, it starts with it: "accepted by NAME: ..."), then one column per graded cell."""
+    columns: list[str] = []
+    for result in results:
+        for cell in result.cells:
+            key = f"{result.lesson}:{cell.id}"
+            if key not in columns:
+                columns.append(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "lesson", "score", "max_score", "status", "review", *columns])
+        for result in results:
+            scores = {f"{result.lesson}:{cell.id}": ("" if cell.score is None else cell.score) for cell in result.cells}
+            review = " | ".join(result.review)
+            if result.decision and review:
+                review = f"{result.decision['decision']} by {result.decision['by']}: {review}"
+            writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, review,
+                             *(scores.get(c, "") for c in columns)])
+    return path

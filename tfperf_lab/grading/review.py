@@ -795,6 +795,10 @@ class _Reader(ast.NodeVisitor):
                 if method == "run_cell_magic" and len(arguments) > 2:
                     self._code_text(node, arguments[1]) if magic in ("time", "timeit") and _fold(arguments[1]) else None
                 return
+            if magic == "writefile" and method == "run_cell_magic" and len(arguments) > 2 \
+                    and (_fold(arguments[1], self.constants) or "").strip().split(" ")[-1].endswith(".py"):
+                self._code_text(node, arguments[2])  # a module the learner may import: its code is read as code
+                return
             if magic in PLAIN_MAGICS:
                 if magic == "env" and len(arguments) > 1 and "TFPERF" in (_fold(arguments[1], self.constants) or "TFPERF"):
                     self.flag(node, "sets the grader's TFPERF_ variables")

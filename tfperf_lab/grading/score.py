@@ -3,21 +3,24 @@
 Inputs: the autograded notebook nbgrader wrote from what came back out of the sandbox, the gradebook, the `Execution`
 (did the run finish) and the `Staged` submission (its review list, found when staging). The rules: a run that did not
 finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the grader (or, where
-it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.grading.review`) has its speed
-cells and the structural cells that share their evidence withheld and marked for a person to grade, whoever timed it;
+it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.grading.review`) has the
+speed cells and the structural cells that share their evidence of the exercise a finding is in (`review_scope`) withheld and
+marked for a person to grade, whoever timed it, and a person's decision on that very file paid again
+(`tfperf_lab.grading.decisions`);
 a structural cell otherwise keeps whatever its own test gave it, whatever the speed says; a manual score that appeared
 while the notebook ran is put back (only an instructor sets one, and never from inside a sandbox).
 """
 
 from __future__ import annotations
 
+import dataclasses
 
 from nbgrader.api import Gradebook, MissingEntry
 
 from tfperf.report import Record, parse_records
 
 from ..course import notebook
-from . import review
+from . import decisions, review
 from ..course import Course, Lesson, WorkFolder
 from .autograde import Execution
 from ..speed import TECHNIQUE
@@ -113,7 +116,8 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
         _withhold_speed_points(gradebook, lesson, result, unreadable=bool(unreadable), judged=execution.judged)
-        _withhold_for_review(gradebook, lesson, result, staged.review)
+        _withhold_for_review(gradebook, lesson, result, staged.review, staged.notebook)
+        decisions.apply(gradebook, work, lesson, result, staged.sha256)
         gradebook.db.commit()
     timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
     if timed_out:
@@ -140,17 +144,65 @@ def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: Submiss
         cell.score, cell.status, cell.message = 0.0, "failed", f"speed points withheld: {reason}"
 
 
-def _withhold_for_review(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, found: list[review.Finding]) -> None:
-    """A submission on the review list: its speed cells and the structural cells ``review_with`` them score 0 and are
-    marked "needs manual grade" in the gradebook (the formgrader lists them), whoever timed the speed."""
+def review_scope(nb: dict, review_cells: dict[str, list[str]], found: list[review.Finding], *,
+                 openers=None) -> dict[str, list[review.Finding]]:
+    """Which review cells each finding withholds: review cell id -> its findings, in the order found.
+
+    ``nb`` is the submission as it runs (the staged notebook), split into exercises at its section headings
+    (`notebook.exercises`; ``openers``: the release's heading cells, so a learner's own headings open nothing). An
+    exercise's review cells are the review cells it holds and every review cell that shares their speed checks (a
+    structural cell ``review_with`` one of them, wherever it sits). A finding withholds the review cells of the exercise
+    that holds it and of every exercise with a test cell after it (code reaches only what runs after it, and a patch in
+    one exercise's answer runs before every later exercise's tests), never those of an earlier exercise; a finding in a
+    cell outside every exercise (set-up, a demonstration, a cell the learner added there) withholds those of every
+    exercise with a test cell after it. A finding in a cell the notebook does not hold withholds every review cell.
+    """
+    position = {cell.get("id"): index for index, cell in enumerate(nb["cells"])}
+    tests_at = {cell.get("id"): index for index, cell in enumerate(nb["cells"]) if notebook.nbgrader_meta(cell).get("grade")}
+    scopes = []  # (start, stop, the review cells it withholds, index of its last test cell or -1, is it an exercise)
+    for section in notebook.sections(nb, openers=openers):
+        own = [cell for cell in section["graded"] if cell in review_cells]
+        checks = {check for cell in own for check in review_cells[cell]}
+        withheld = set(own) | {cell for cell, linked in review_cells.items() if checks & set(linked)}
+        last_test = max((tests_at[cell] for cell in section["tests"] if cell in tests_at), default=-1)
+        scopes.append((section["start"], section["stop"], withheld, last_test, bool(section["graded"])))
+    scope: dict[str, list[review.Finding]] = {}
+    for finding in found:
+        where = position.get(finding.cell)
+        if where is None:
+            targets = set(review_cells)
+        else:
+            _, _, withheld, _, exercise = next(item for item in scopes if item[0] <= where < item[1])
+            later = {cell for item in scopes if item[4] and item[3] > where for cell in item[2]}
+            targets = (withheld if exercise else set()) | later
+        for cell in sorted(targets):
+            scope.setdefault(cell, []).append(finding)
+    return scope
+
+
+def _withhold_for_review(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, found: list[review.Finding],
+                         nb: dict | None = None) -> None:
+    """A submission on the review list: the review cells its findings reach (`review_scope`: speed cells and the
+    structural cells ``review_with`` them, of the finding's own exercise and later ones) score 0 and are marked "needs manual grade"
+    in the gradebook (the formgrader lists them), whoever timed the speed. What each had earned (its test and the
+    grader's verdict) is kept in ``result.withheld``, for a person's decision (`tfperf_lab.grading.decisions`)."""
     if not found:
         return
-    where = ", ".join(sorted({f"cell {finding.cell} line {finding.line}" for finding in found})[:3])
+    result.findings = [dataclasses.asdict(finding) for finding in found]
+    if nb is None:
+        scope = {cell: list(found) for cell in lesson.review_cells()}
+    else:
+        openers = {section["heading"] for section in notebook.sections(lesson.release_notebook()) if section["heading"]}
+        scope = review_scope(nb, lesson.review_cells(), found, openers=openers)
     for cell in result.cells:
-        if cell.id not in lesson.review_cells():
+        if cell.id not in scope:
             continue
+        reasons = sorted({(finding.cell, finding.line) for finding in scope[cell.id]})
+        where = ", ".join(f"cell {name} line {line}" for name, line in reasons[:3]) + (", ..." if len(reasons) > 3 else "")
         grade = gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student)
         grade.needs_manual_grade = True
+        result.withheld[cell.id] = {"earned": cell.score or 0.0, "status": cell.status, "message": cell.message,
+                                    "findings": [f"cell {name} line {line}" for name, line in reasons]}
         earned = f" (its test passed: {cell.score:g} of {cell.max_score:g})" if cell.score else ""
         grade.auto_score = 0.0
         cell.score, cell.status = 0.0, "review"

@@ -134,9 +134,12 @@ def repair_metadata(nb: dict, release: dict) -> tuple[int, int]:
     return by_id, by_content
 
 
-def tamper_notes(nb: dict, release: dict) -> list[str]:
-    """What the learner changed in cells nbgrader will restore: deleted, retyped or edited tests and read-only cells."""
+def tamper_notes(nb: dict, release: dict, source: dict | None = None) -> list[str]:
+    """What the learner changed in cells nbgrader will restore: deleted, retyped or edited tests and read-only cells.
+    A cell counts as unchanged when its whole source (hidden-test markers and what lies between them included) is the
+    release's or the instructor's (``source``)."""
     submitted = {cell.get("id"): cell for cell in nb["cells"]}
+    instructor = {cell.get("id"): notebook.source(cell) for cell in (source or release)["cells"]}
     notes = []
     for cell in release["cells"]:
         if not notebook.is_protected(cell):
@@ -147,7 +150,7 @@ def tamper_notes(nb: dict, release: dict) -> list[str]:
             notes.append(f"{kind} {name} was deleted: restored from the release and graded")
         elif mine.get("cell_type") != cell["cell_type"]:
             notes.append(f"{kind} {name} was changed to {mine.get('cell_type')}: restored from the release and graded")
-        elif notebook.source(mine) != notebook.source(cell):  # the whole source: code hidden between test markers counts
+        elif notebook.source(mine) not in (notebook.source(cell), instructor.get(name)):
             notes.append(f"{kind} {name} was edited: the original was restored and graded")
     return notes
 
@@ -192,7 +195,7 @@ def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | Non
     by_name = [item.id for item in course.lessons if item.id in path.name]
     if by_name and by_name[0] != lesson.id:
         notes.append(f"the file is named for {by_name[0]} but is lesson {lesson.id}: graded as {lesson.id}")
-    notes += tamper_notes(nb, release)
+    notes += tamper_notes(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
     restore_deleted(nb, release)
     found = review.review(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
     if found:
