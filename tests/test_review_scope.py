@@ -212,3 +212,36 @@ def test_withheld_cells_name_their_own_findings_and_keep_what_they_earned():
     assert result.findings == [{"cell": _answer(nb, b), "line": 7, "code": "tfperf.link.serve = print",
                                 "why": "reaches the grading internals"}]
     assert SubmissionResult.from_dict(result.to_dict()) == result
+
+
+def _all_passed(lesson) -> SubmissionResult:
+    return SubmissionResult("s", lesson.id, cells=[CellResult(cell["id"], cell["points"], cell["points"], "auto", "passed")
+                                                   for cell in lesson.grade_cells() if cell["kind"] == "auto"])
+
+
+@pytest.mark.parametrize("lesson_id", LESSONS)
+def test_every_speed_cell_is_paid_only_with_the_output_tests_of_its_own_exercise(lesson_id):
+    """Each speed cell's output tests are tests of its own exercise, neither speed nor structural cells, and at least one."""
+    lesson = COURSE.lesson(lesson_id)
+    outputs, speed, structural = lesson.speed_outputs(), lesson.speed_checks(), lesson.review_cells()
+    assert set(outputs) == set(speed)
+    for cell, tests in outputs.items():
+        assert tests and not set(tests) & set(speed) and not set(tests) & set(structural), (cell, tests)
+        section = next(s for s in notebook.exercises(lesson.source_notebook()) if cell in s["tests"])
+        assert set(tests) <= set(section["tests"]), (cell, tests)
+
+
+def test_a_fast_but_wrong_answer_loses_its_speed_cell_and_nothing_else():
+    """Lesson 08's blur with REFLECT padding: its outputs test fails, so its passing speed check pays nothing."""
+    lesson = COURSE.lesson("08_timeline_profiler")
+    result = _all_passed(lesson)
+    by_id = {cell.id: cell for cell in result.cells}
+    by_id["fixed_matches_numpy"].score, by_id["fixed_matches_numpy"].status = 0.0, "failed"
+    gradebook = _Grades()
+    score._withhold_speed_of_wrong_outputs(gradebook, lesson, result)
+    assert by_id["fixed_step_is_faster"].score == 0 and "fixed_matches_numpy did not pass" in by_id["fixed_step_is_faster"].message
+    assert gradebook.grades["fixed_step_is_faster"].auto_score == 0
+    assert {cell for cell, grade in gradebook.grades.items()} == {"fixed_step_is_faster"}
+    right = _all_passed(lesson)
+    score._withhold_speed_of_wrong_outputs(_Grades(), lesson, right)
+    assert all(cell.score == cell.max_score for cell in right.cells)

@@ -67,6 +67,11 @@ class Lesson:
         """grade_id -> names of the speed checks (``assert_speedup(..., name=...)``) its test cell runs."""
         return notebook.speed_checks(_parsed(self.source))
 
+    def speed_outputs(self) -> dict[str, list[str]]:
+        """Speed test cell -> the output tests of its exercise that must pass for it to be paid
+        (`tfperf_lab.course.notebook.speed_outputs`)."""
+        return notebook.speed_outputs(_parsed(self.source))
+
     def review_cells(self) -> dict[str, list[str]]:
         """grade_id -> the speed checks whose review flag withholds its points (speed test cells, and structural cells
         ``review_with`` them); see `tfperf_lab.course.notebook.review_cells`."""

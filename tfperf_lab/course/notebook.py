@@ -206,3 +206,17 @@ def exercises(nb: dict, *, openers=None) -> list[dict]:
     """The sections (`sections`) that hold graded cells: the exercises, and the written questions graded by hand (each a
     section of its own in every lesson)."""
     return [section for section in sections(nb, openers=openers) if section["graded"]]
+
+
+def speed_outputs(nb: dict) -> dict[str, list[str]]:
+    """Speed test cell -> the tests of its exercise that check the answer's outputs (its autograded tests that are
+    neither speed cells nor structural cells ``review_with`` a check): the speed is paid only when they all pass, so a
+    fast but wrong answer earns no speed point whatever the speed check compared."""
+    speed, structural = speed_checks(nb), review_cells(nb)
+    found: dict[str, list[str]] = {}
+    for section in exercises(nb):
+        outputs = [cell for cell in section["tests"] if cell not in speed and cell not in structural]
+        for cell in section["tests"]:
+            if cell in speed:
+                found[cell] = outputs
+    return found

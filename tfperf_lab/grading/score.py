@@ -116,6 +116,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
         _withhold_speed_points(gradebook, lesson, result, unreadable=bool(unreadable), judged=execution.judged)
+        _withhold_speed_of_wrong_outputs(gradebook, lesson, result)
         _withhold_for_review(gradebook, lesson, result, staged.review, staged.notebook)
         decisions.apply(gradebook, work, lesson, result, staged.sha256)
         gradebook.db.commit()
@@ -178,6 +179,21 @@ def review_scope(nb: dict, review_cells: dict[str, list[str]], found: list[revie
         for cell in sorted(targets):
             scope.setdefault(cell, []).append(finding)
     return scope
+
+
+def _withhold_speed_of_wrong_outputs(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult) -> None:
+    """Speed is paid only for correct outputs: a speed cell whose exercise has an output test that did not pass scores 0
+    (the speed check compares what each call returns; the exercise's tests check everything the answer computes)."""
+    status = {cell.id: cell for cell in result.cells}
+    for speed_cell, outputs in lesson.speed_outputs().items():
+        cell = status.get(speed_cell)
+        wrong = [name for name in outputs if name in status and status[name].status != "passed"]
+        if cell is None or not cell.score or not wrong:
+            continue
+        gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student).auto_score = 0.0
+        cell.score, cell.status = 0.0, "failed"
+        cell.message = (f"speed points withheld: speed is paid only for correct outputs, and {', '.join(wrong)} did not pass "
+                        f"(your answer was timed: {cell.message or 'fast enough'})")
 
 
 def _withhold_for_review(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, found: list[review.Finding],
