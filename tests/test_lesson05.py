@@ -5,7 +5,10 @@ keeps the correctness points and loses the tf.function / reset / state points. A
 updates its metrics eagerly keeps the correctness point and loses the structure point (and, when the
 model call is eager too, the speed point), every time. A compiled update without an input_signature, which
 traces again for every new batch size, loses the structure point and, on the grader's datasets of fresh
-batch sizes, the speed point. Also the plot this lesson added to tfperf.plots.
+batch sizes, the speed point. The same two loops updating through the metric's class (`type(metric).update_state(metric,
+...)`, after one call through the object), which a count on the metric object does not see, lose the structure point
+to TensorFlow's own evidence: the eager ops on the metrics' variables, and the calls counted on the metrics' classes.
+Also the plot this lesson added to tfperf.plots.
 """
 
 import matplotlib
@@ -15,7 +18,7 @@ matplotlib.use("Agg")
 import pytest
 
 import tfperf
-from pipeline import COURSE, class_results, scores, with_solution
+from pipeline import COURSE, assert_keeps_and_loses, class_results, scores, with_solution
 
 pytestmark = pytest.mark.pipeline
 LESSON = COURSE.lesson("05_metrics")
@@ -62,6 +65,16 @@ METRICS_OUTSIDE = (
     "    def update(images, labels):\n        logits = forward(images)\n"
 )
 
+THROUGH_THE_CLASS = {  # one update through the metric object (a count on it sees one call), every other through its class
+    "    metrics = list(metrics)\n": "    metrics = list(metrics)\n    through_object = [True]\n",
+    "            metric.update_state(labels, logits)\n": (
+        "            if through_object[0]:\n"
+        "                metric.update_state(labels, logits)\n"
+        "            else:\n"
+        "                type(metric).update_state(metric, labels, logits)\n"
+        "        through_object[0] = False\n"),
+}
+
 
 def _untracked(name):
     return {f'self.add_variable(shape=(self.num_classes,), initializer="zeros", name="{name}")':
@@ -102,7 +115,11 @@ VARIANTS = {
         {**_untracked("true_positives"), **_untracked("false_positives"), **_untracked("false_negatives")},
         {COMPILED_UPDATE: METRICS_OUTSIDE}),
     "retracing_evaluate": lambda: _submission({}, {COMPILED_UPDATE: RETRACING_UPDATE}),
+    "eager_evaluate_through_the_class": lambda: _submission({}, {COMPILED_UPDATE: EAGER_UPDATE, **THROUGH_THE_CLASS}),
+    "retracing_evaluate_through_the_class": lambda: _submission({}, {COMPILED_UPDATE: RETRACING_UPDATE, **THROUGH_THE_CLASS}),
 }
+THROUGH_THE_CLASS_MESSAGES = {"eager_evaluate_through_the_class": "eager operations on the metrics' variables",
+                              "retracing_evaluate_through_the_class": "counted on the metrics' classes"}
 CORRECTNESS = {"macro_f1_matches_numpy": 2, "macro_f1_sample_weight": 1, "evaluate_matches_eager": 1}
 
 
@@ -158,6 +175,14 @@ def test_an_update_that_retraces_per_batch_size_is_slow_on_fresh_batch_sizes(gra
     assert scores(result)["evaluate_compiled_once"] == 0 and scores(result)["evaluate_is_faster"] == 0, result.lines()
     (measured,) = [m for m in result.measurements if m.name == "exercise_evaluate_vs_eager"]
     assert not measured.passed and measured.ci[0] < 1.5, measured
+
+
+@pytest.mark.parametrize("student", sorted(THROUGH_THE_CLASS_MESSAGES))
+def test_updates_through_the_metrics_class_lose_the_structure_point_on_tensorflows_evidence(graded, student):
+    result = graded[student]
+    assert_keeps_and_loses(result, CORRECTNESS, ("evaluate_compiled_once", "evaluate_is_faster"))
+    (cell,) = [c for c in result.cells if c.id == "evaluate_compiled_once"]
+    assert cell.status == "failed" and THROUGH_THE_CLASS_MESSAGES[student] in cell.message, "\n".join(result.lines())
 
 
 def test_metric_curves_draws_one_line_per_series_and_returns_its_axes():

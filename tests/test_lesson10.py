@@ -9,7 +9,10 @@ lose the structure points of both exercises and the speed point. Beside it, in t
   the speed point included (it once measured 2.65x against 2x and failed under load);
 - a step that holds one `tf.function` per batch size inside a `PolymorphicFunction` subclass that reports
   a single trace: it passed the two trace-count cells while they were checked in the learner's kernel only;
-  they are now backed by the speed check, whose epochs come in fresh batch sizes, so it loses them with it.
+  they are now backed by the speed check, whose epochs come in fresh batch sizes, so it loses them with it;
+- a step that retraces for every batch size, wrapped in a subclass of tf.function's own class built with three-argument
+  `type()` that reports one trace: the two trace cells read the count through TensorFlow's class and require its exact
+  type, so their own tests fail (the review list may withhold them as well).
 """
 
 import pytest
@@ -56,6 +59,15 @@ PER_BATCH_SIZE = {
 ''',
 }
 TRACE_CELLS = ("train_step_compiled_once", "trainer_no_retracing")
+SUBCLASS_REPORTS_ONE = {
+    "    @tf.function(input_signature=SIGNATURE)\n    def step(": "    def step(",
+    "    return step\n": (
+        "    # tf.function's own class, subclassed with type(): retraces for every batch size, reports a single trace\n"
+        '    counted = type("Step", (type(tf.function(lambda: None)),), {"experimental_get_tracing_count": lambda self: 1})\n'
+        '    return counted(step, "step")\n'),
+}
+SUBCLASS_KEEPS = ("dataset_batches_examples", "dataset_pipeline_structure", "train_step_matches_reference", "train_resets_metrics",
+                  "train_logs_scalars", "trainer_reaches_target_accuracy")
 
 
 def class_submissions():
@@ -64,6 +76,7 @@ def class_submissions():
         "eager_step_list_batches": with_changes(LESSON, changes),
         "map_then_batch": with_solution(LESSON, "make_dataset_solution", {BATCH_THEN_MAP: MAP_THEN_BATCH}),
         "function_per_batch_size": with_solution(LESSON, "make_train_step_solution", PER_BATCH_SIZE),
+        "function_subclass_reports_one_trace": with_solution(LESSON, "make_train_step_solution", SUBCLASS_REPORTS_ONE),
     }
 
 
@@ -105,3 +118,13 @@ def test_one_function_per_batch_size_loses_the_trace_cells_with_the_speed_check(
         "\n".join(result.lines()))
     (measured,) = [m for m in result.measurements if m.name == CHECK]
     assert not measured.passed, measured
+
+
+def test_a_subclass_of_tf_functions_class_loses_the_trace_cells_on_their_own_evidence(graded):
+    result = graded["function_subclass_reports_one_trace"]
+    assert_keeps_and_loses(result, SUBCLASS_KEEPS, TRACE_CELLS)
+    # The review list may also withhold these cells (it reads three-argument type() on a library's class); either way the
+    # trace cells' own tests must fail: a withheld cell whose test passed says "its test passed".
+    lost = [cell for cell in result.cells if cell.id in TRACE_CELLS]
+    assert all(cell.status == "failed" and "not TensorFlow's own tf.function object" in cell.message
+               or cell.status == "review" and "its test passed" not in cell.message for cell in lost), "\n".join(result.lines())

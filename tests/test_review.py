@@ -225,10 +225,10 @@ def test_a_cell_that_does_not_parse_or_nests_deeply_is_read_without_crashing():
 import corpus_reaches  # noqa: E402
 
 
-def reach_notebook(reach) -> dict:
-    """The reference solution with the reach added as a learner would: appended to an answer cell, or a cell of its own."""
-    lesson = COURSE.lesson(reach.lesson)
-    nb = lesson.source_notebook()
+def reach_notebook(reach, nb: dict | None = None) -> dict:
+    """The reference solution (or ``nb``) with the reach added as a learner would: appended to an answer cell, or a cell
+    of its own after the last answer."""
+    nb = nb if nb is not None else COURSE.lesson(reach.lesson).source_notebook()
     if reach.where == "answer":
         cell = next(c for c in nb["cells"] if c.get("id") == reach.cell)
         cell["source"] = notebook.source(cell).rstrip("\n") + "\n\n" + reach.code
@@ -243,3 +243,18 @@ def test_every_reach_of_the_corpus_is_on_the_review_list(reach):
     lesson = COURSE.lesson(reach.lesson)
     found = review.review(reach_notebook(reach), lesson.release_notebook(), lesson.source_notebook())
     assert found, (reach.how, reach.code)
+
+
+import corpus_honest  # noqa: E402
+
+
+@pytest.mark.parametrize("answer", corpus_honest.HONEST, ids=lambda a: f"{a.lesson[:2]}-{a.name}")
+def test_no_honest_answer_of_the_corpus_is_on_the_review_list(answer):
+    lesson = COURSE.lesson(answer.lesson)
+    found = review.review(answer.notebook(lesson), lesson.release_notebook(), lesson.source_notebook())
+    assert found == [], (answer.style, [str(f) for f in found])
+
+
+def test_both_corpora_are_large_enough_to_mean_something():
+    assert len(corpus_reaches.REACHES) >= 40 and len(corpus_honest.HONEST) >= 40
+    assert len({a.lesson for a in corpus_honest.HONEST}) == len(COURSE.lessons)

@@ -74,11 +74,14 @@ def test_a_memo_finds_nothing_to_remember(graded_03):
 
 
 def test_a_faked_trace_count_loses_both_points(graded_03):
-    """Lesson 03: a step that retraces per batch size claims one trace: the claim is on the review list, and the grader's
-    fresh batch sizes expose the speed."""
-    got = scores(graded_03["cheat_fake_trace_count"])
-    assert graded_03["cheat_fake_trace_count"].review and not graded_03["reference"].review
-    assert got["train_step_traces_once"] == 0 and got["train_step_is_faster"] == 0, "\n".join(graded_03["cheat_fake_trace_count"].lines())
+    """Lesson 03: a step that retraces per batch size claims one trace on its own object: the trace test reads the count
+    through TensorFlow's function class (no review needed: the attribute reaches nothing), and the grader's fresh batch
+    sizes expose the speed."""
+    result = graded_03["cheat_fake_trace_count"]
+    got = scores(result)
+    assert not result.review and not graded_03["reference"].review, result.lines()
+    assert got["train_step_traces_once"] == 0 and got["train_step_is_faster"] == 0, "\n".join(result.lines())
+    assert "TensorFlow traced your step" in next(c.message for c in result.cells if c.id == "train_step_traces_once"), result.lines()
 
 
 def test_a_grader_that_cannot_time_the_checks_grades_nothing_and_says_why(tmp_path, monkeypatch):
