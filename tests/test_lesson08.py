@@ -34,9 +34,17 @@ def _variant(wrapper: str, *, longest: bool) -> dict:
     return notebook
 
 
+# Fast but wrong: the blur pads by reflection instead of zeros (border pixels off by up to 0.64); the timed loss agrees
+# with the reference's to 1e-2, so only the exercise's output test can tell.
+REFLECT = FIX.replace('    return tf.nn.conv2d(x, tf.ones([3, 3, 1, 1]) / 9.0, strides=1, padding="SAME")\n',
+                      '    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")\n'
+                      '    return tf.nn.conv2d(x, tf.ones([3, 3, 1, 1]) / 9.0, strides=1, padding="VALID")\n')
+
+
 def class_submissions():
     return {"numpy_function_longest_op": _variant(WRAPPED["numpy_function"], longest=True),
-            "py_function": _variant(WRAPPED["py_function"], longest=False)}
+            "py_function": _variant(WRAPPED["py_function"], longest=False),
+            "reflect_blur": with_solution(LESSON, "preprocess_tf_solution", {FIX: REFLECT})}
 
 
 graded = class_results(LESSON)
@@ -50,7 +58,7 @@ def test_wrapped_python_preprocessing_keeps_correctness_and_loses_structure_and_
 
 
 def test_wrapped_python_preprocessing_is_measured_below_the_threshold(graded):
-    for student in graded:
+    for student in ("numpy_function_longest_op", "py_function"):
         (measured,) = [m for m in graded[student].measurements if m.name == "exercise_fixed_step"]
         assert measured.ci[0] < 1.5 and not measured.passed, (student, measured.speedup, measured.ci)
 
@@ -59,3 +67,13 @@ def test_top_ops_must_sum_durations_not_keep_the_longest(graded):
     longest, correct = scores(graded["numpy_function_longest_op"]), scores(graded["py_function"])
     assert longest["top_ops_known_trace"] == 0 and longest["top_ops_recorded_trace"] == 0, graded["numpy_function_longest_op"].lines()
     assert correct["top_ops_known_trace"] == 2 and correct["top_ops_recorded_trace"] == 1, graded["py_function"].lines()
+
+
+def test_a_fast_but_wrong_blur_loses_its_speed_cell_with_its_output_test(graded):
+    """Speed is paid only for correct outputs: the wrong padding fails fixed_matches_numpy, and its speed cell pays
+    nothing, however its timed loss compared; the structure it got right (no Python op) stands."""
+    result = graded["reflect_blur"]
+    got = scores(result)
+    assert got["fixed_matches_numpy"] == 0 and got["fixed_has_no_python_op"] == 1 and got["fixed_step_is_faster"] == 0, result.lines()
+    (cell,) = [c for c in result.cells if c.id == "fixed_step_is_faster"]
+    assert "fixed_matches_numpy did not pass" in cell.message or "outputs differ" in cell.message, result.lines()

@@ -191,13 +191,36 @@ def test_an_answer_cell_carrying_a_test_cells_id_is_read_and_named_as_tampering(
     assert any("tampered cell identity" in f.why for f in found) and any("tfperf.link" in f.why for f in found), [str(f) for f in found]
 
 
-def test_code_wrapped_in_hidden_test_markers_inside_a_test_cell_is_read():
+def test_code_hidden_between_test_markers_is_a_tamper_note_and_never_runs_unread():
+    """A test cell whose id and grade_id are its own is restored by nbgrader before it runs: code the learner hid in it
+    between hidden-test markers is named by a tamper note (the whole source is compared) and cannot run. The same code
+    under another grade_id is read, and is tampering."""
+    from tfperf_lab.grading import stage
+
     def wrap(nb):
         cell = next(c for c in nb["cells"] if c.get("id") == "handle_is_faster")
         cell["source"] = notebook.source(cell) + "\n### BEGIN HIDDEN TESTS\ntfperf.link.serve = print\n### END HIDDEN TESTS\n"
 
-    found = review.review(*_release_with("01_callable_handles", wrap))
-    assert any("tfperf.link" in f.why for f in found), [str(f) for f in found]
+    nb, release, source = _release_with("01_callable_handles", wrap)
+    assert "test cell handle_is_faster was edited: the original was restored and graded" in stage.tamper_notes(nb, release, source)
+    assert review.review(nb, release, source) == []
+
+    def rename(nb):
+        wrap(nb)
+        next(c for c in nb["cells"] if c.get("id") == "handle_is_faster")["metadata"]["nbgrader"]["grade_id"] = "mine"
+
+    found = review.review(*_release_with("01_callable_handles", rename))
+    assert any("tampered cell identity" in f.why for f in found) and any("tfperf.link" in f.why for f in found), [str(f) for f in found]
+
+
+def test_an_old_copy_of_a_test_cell_is_not_read_as_the_learners_code():
+    """A learner who opened an earlier release keeps its test cells: nbgrader restores them, so the instructor's code in
+    them (which reaches into TensorFlow's internals on purpose) is never a finding."""
+    def stale(nb):
+        cell = next(c for c in nb["cells"] if c.get("id") == "handle_built_once")
+        cell["source"] = notebook.source(cell) + "\nimport ctypes  # an instructor's older test\n"
+
+    assert review.review(*_release_with("01_callable_handles", stale)) == []
 
 
 def test_a_cell_that_repeats_a_grade_id_is_tampering():

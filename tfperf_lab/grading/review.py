@@ -32,10 +32,11 @@ dataclass's ``object.__setattr__``, ``hasattr`` duck typing, ``getattr(tf.keras.
 Structural tests read TensorFlow's own implementation (the function's exact type, the base class's counters), so no
 name an answer defines can stand in for TensorFlow's evidence.
 
-`review` reads every code cell whose whole source (hidden-test markers included) differs from the release's and the
-instructor's copy of the cell it claims to be, and a cell whose id and nbgrader ``grade_id`` do not name the same
-release cell (or that repeats another cell's) is a finding of its own: nbgrader restores test cells by ``grade_id``,
-so such a cell's code would run unread. The score stage withholds the speed and ``review_with`` cells of the exercise
+`review` reads every code cell the learner wrote or changed. A test or read-only cell is the course's own, and is not
+read, only when its id and nbgrader ``grade_id`` name that release cell and no other cell repeats them: nbgrader then
+restores its source before anything runs (a changed one gets a tamper note when staging). A cell whose id and grade_id
+do not name the same release cell, or that repeats another cell's, is a finding of its own and is read: nbgrader
+restores test cells by ``grade_id`` and strips a repeated one's metadata, so such a cell's code would run. The score stage withholds the speed and ``review_with`` cells of the exercise
 that holds a finding until a person decides (`tfperf-lab review`). tests/test_review.py measures the reading on two
 corpora: honest answers in styles the lessons do not show (no finding) and reaches (every one found).
 """
@@ -915,6 +916,8 @@ def review(nb: dict, release: dict, source: dict | None = None) -> list[Finding]
             found.append(tampered[index])
         else:
             original = shipped.get(cell.get("id"))
+            if original is not None and notebook.is_protected(original):
+                continue  # its id and grade_id name this release cell, once: nbgrader restores it before it runs
             if original is not None and original.get("cell_type") == "code" and (
                     body == notebook.source(original) or body == notebook.source(instructor.get(cell.get("id"), original))):
                 continue
