@@ -547,8 +547,6 @@ class _Reader(ast.NodeVisitor):
         else:
             if _is_reach_name(node.attr):
                 self.flag(node, f"reaches {node.attr}")
-            elif node.attr == "__dict__" and not (isinstance(root, ast.Name)):
-                pass
             self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -732,8 +730,7 @@ class _Reader(ast.NodeVisitor):
                 self.flag(node, f"{name}() of {folded}")
             elif isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
                 self.stored(target, node, attribute=folded or "")
-        elif folded is None and kind is not None and kind[0] == "module" and not isinstance(attribute, ast.Name):
-            pass  # a name computed on a module (getattr(tf.keras.optimizers, name)) is read freely
+        # getattr/hasattr with a name computed on anything else (getattr(tf.keras.optimizers, name)) is read freely
 
     def _library_call(self, node: ast.Call, qualified: str) -> None:
         """Calls of the machinery's allowed functions that still need a look at their arguments."""
@@ -793,8 +790,9 @@ class _Reader(ast.NodeVisitor):
                 code = arguments[-1] if method == "run_cell_magic" else (arguments[1] if len(arguments) > 1 else None)
                 if code is not None:
                     self._code_text(node, code)
-                if method == "run_cell_magic" and len(arguments) > 2:
-                    self._code_text(node, arguments[1]) if magic in ("time", "timeit") and _fold(arguments[1]) else None
+                line = _fold(arguments[1], self.constants) if method == "run_cell_magic" and len(arguments) > 2 else None
+                if line and magic in ("time", "timeit"):
+                    self._code_text(node, arguments[1])  # %%timeit's line holds set-up code after its options
                 return
             if magic == "writefile" and method == "run_cell_magic" and len(arguments) > 2 \
                     and (_fold(arguments[1], self.constants) or "").strip().split(" ")[-1].endswith(".py"):
