@@ -120,6 +120,10 @@ REACHES = [  # (lesson, code, a word of the reason): every route the review must
     ("01_callable_handles", "tfperf.compare.__defaults__ = None\n", "__defaults__"),
     ("01_callable_handles", "serve = (lambda: tfperf)().link.serve\n", "uses tfperf as a value"),
     ("01_callable_handles", "from tfperf.link import serve\n", "grading internals"),
+    ("01_callable_handles", "course = globals()['tfperf']\n", "globals()"),
+    ("01_callable_handles", "print(tfperf.link)\n", "tfperf.link"),
+    ("01_callable_handles", "import time\ntime.perf_counter = print\n", "time.perf_counter"),
+    ("01_callable_handles", "np.percentile = print\n", "numpy"),
 ]
 
 
@@ -147,6 +151,10 @@ IDIOMS = {
         "import functools\nrun = functools.partial(tfperf.compare, labels=('a', 'b'))\n",
         "import timeit\nprint(timeit.timeit('sum(range(100))', number=10))\n",
         "!nvidia-smi\n",
+        "import matplotlib.pyplot as pyplot\npyplot.rcParams['figure.figsize'] = (8, 4)\n",
+        "print(dir(tfperf))\nhelp(tfperf.compare)\nprint(type(tfperf), tfperf)\n",
+        "if 'scratch' not in globals():\n    scratch = []\n",
+        "def exec(text):\n    return text.upper()\n\n\nexec('mine')\n",
     ],
     "02_graph_growth": ["class Mine:\n    def __init__(self):\n        self.finalized = False\n\n    def seal(self):\n        self.finalized = True\n"],
     "03_tf_function": [

@@ -68,7 +68,7 @@ FREE = frozenset({
 GUARDED = {
     "sys": {"version", "version_info", "platform", "maxsize", "float_info", "int_info", "byteorder", "implementation",
             "getsizeof", "getrecursionlimit", "setrecursionlimit", "stdout", "stderr", "executable", "argv", "flags",
-            "hexversion", "getdefaultencoding", "exc_info", "exception", "float_repr_style", "maxunicode"},
+            "hexversion", "getdefaultencoding", "exc_info", "exception", "float_repr_style", "maxunicode", "exit"},
     "gc": {"collect", "isenabled", "enable", "disable", "get_count", "get_threshold", "set_threshold", "get_stats", "freeze"},
     "inspect": {"signature", "Signature", "Parameter", "isfunction", "ismethod", "isclass", "isgenerator",
                 "isgeneratorfunction", "iscoroutinefunction", "isabstract", "getdoc", "cleandoc", "getsource",
@@ -106,6 +106,9 @@ MACHINERY_NAMES = frozenset({"sys", "os", "gc", "inspect", "importlib", "builtin
 STRONG_BUILTINS = {"__builtins__": "builtins", "__import__": "builtins", "__loader__": "builtins", "__spec__": "builtins",
                    "get_ipython": "IPython.shell"}
 NAMESPACE_CALLS = frozenset({"globals", "locals", "eval", "exec", "compile", "breakpoint"})
+# Builtins that only read a value's name or text: a tainted module may be shown to them (``dir(tfperf)``, ``help(sys)``).
+SHOWING_CALLS = frozenset({"dir", "help", "print", "repr", "str", "type", "id", "isinstance", "issubclass", "callable",
+                           "hash", "format", "display"})
 ATTRIBUTE_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # IPython magics: those whose argument is code (read as code), and those that change nothing the grader relies on.
 CODE_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -310,6 +313,7 @@ class _Reader(ast.NodeVisitor):
         self.constants: dict[str, object] = {}
         self.found: list[Finding] = []
         self.allowed_uses: set[int] = set()  # ids of Name/Attribute nodes already judged as part of a chain
+        self.membership: set[int] = set()  # ids of globals()/locals() calls only tested with ``in``
 
     # -- helpers ------------------------------------------------------------------------------------------------------
     def flag(self, node: ast.AST, why: str) -> None:
@@ -406,6 +410,8 @@ class _Reader(ast.NodeVisitor):
             self.flag(node, f"assigns into {where}, which the lesson's own cells define")
         elif where.startswith("os.environ"):
             return  # an environment variable (a TFPERF_ name is flagged as a string)
+        elif family == "module" and isinstance(target, ast.Subscript):
+            return  # an item of a library's container (plt.rcParams["figure.figsize"]), not its namespace or a class
         else:
             label = {"course": "the course's module", "guarded": "the interpreter's module", "module": "the module"}.get(family, "a value of the module")
             self.flag(node, f"assigns into {what} ({label} {where})")
@@ -414,6 +420,8 @@ class _Reader(ast.NodeVisitor):
     def _function(self, node) -> None:
         for decorator in getattr(node, "decorator_list", []):
             self.visit(decorator)
+        if not isinstance(node, ast.Lambda):
+            self.bind(node.name, None)  # the learner's own function (a ``def exec`` is not the builtin)
         arguments = node.args
         for default in arguments.defaults + [d for d in arguments.kw_defaults if d is not None]:
             self.use(default)
@@ -662,8 +670,15 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         function = node.func
+        showing = isinstance(function, ast.Name) and function.id in SHOWING_CALLS and self.is_builtin(function.id) and not (
+            function.id == "type" and len(node.args) > 1)
         for argument in node.args + [k.value for k in node.keywords]:
-            self.use(argument.value if isinstance(argument, ast.Starred) else argument)
+            argument = argument.value if isinstance(argument, ast.Starred) else argument
+            if showing and isinstance(argument, (ast.Name, ast.Attribute)):
+                self.resolve(argument)  # shown, not held: its links are still read
+                self.allowed_uses |= {id(inner) for inner in ast.walk(argument)}
+            else:
+                self.use(argument)
         if isinstance(function, ast.Call) and isinstance(function.func, ast.Name) and function.func.id == "get_ipython" \
                 and self.is_builtin("get_ipython"):
             self._ipython(node)
@@ -684,7 +699,17 @@ class _Reader(ast.NodeVisitor):
                 self._library_call(node, kind[1])
         self.generic_visit(node)
 
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """``"model" in globals()``: a membership test reads no value of the namespace."""
+        for operator, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, ast.Call) and isinstance(right.func, ast.Name) \
+                    and right.func.id in ("globals", "locals", "vars", "dir") and not right.args and self.is_builtin(right.func.id):
+                self.membership.add(id(right))
+        self.generic_visit(node)
+
     def _builtin_call(self, node: ast.Call, name: str) -> None:
+        if id(node) in self.membership:
+            return
         if name in NAMESPACE_CALLS:
             self.flag(node, f"calls {name}(), which reaches namespaces or compiles code")
         elif name == "vars":
