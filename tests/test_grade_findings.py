@@ -1,9 +1,9 @@
 """Answers that replace what serves the grader, graded as an instructor grades a class: ``tfperf-lab grade FOLDER``.
 
-Each answer is correct but slow, plus code that swaps the function the grader times for something else (NumPy, a
-compiled function built on the side, the slow handle run once on a whole batch's inputs stacked), written four ways.
-Before the review list, each earned the speed point and the structural cell that shared its evidence. Now each is on
-the review list: its speed cell and that structural cell are withheld and marked for a person, its correctness cells
+An answer that is correct but slow, plus code that swaps the function the grader times for the slow handle run once
+on a whole batch's inputs stacked (eight more routes that serve a fast function, from the corpus of reaches, are graded
+in tests/test_corpus_graded.py). Before the review list, it earned the speed point and the structural cell that shared
+its evidence. Now it is on the review list: its speed cell and that structural cell are withheld and marked for a person, its correctness cells
 kept, the CSV's ``review`` column says why; honest classmates in the same class keep every point, and are not on it.
 A kernel that sends the grader a deeply nested message is refused without stopping the grader. A structure check
 counts what TensorFlow ran, not what a Python name saw: lesson 07's answer with a second writer, opened through an
@@ -20,17 +20,7 @@ from pipeline import COURSE, with_solution
 pytestmark = pytest.mark.pipeline
 L01, L05, L07 = COURSE.lesson("01_callable_handles"), COURSE.lesson("05_metrics"), COURSE.lesson("07_tensorboard")
 SLOW_01 = next(v for v in variants.for_lesson(L01.id) if v.name == "calls_sess_run")
-EAGER_05 = next(v for v in variants.for_lesson(L05.id) if v.name == "eager_evaluate")
 
-NUMPY_SERVE = """
-_real_serve = tfperf.link.serve
-
-
-def _numpy_serve(name, fn, **kw):  # the grader's batches answered by NumPy, not by the handle
-    return _real_serve(name, lambda v: [3 * np.asarray(v, np.float32) - 1], **kw)
-
-
-"""
 STACKED = """
 from tfperf import link as _wire
 
@@ -43,32 +33,6 @@ def _stacked(fn, draw, observe, wait, seed, calls):  # the slow handle once, on 
 
 
 _wire._batch = _stacked
-"""
-COMPILED_05 = """
-import tfperf.link as _wire
-_real = _wire.serve
-
-
-def _compiled_serve(name, fn, **kw):  # a compiled evaluation built here, while make_evaluate stays eager
-    signature = [tf.TensorSpec([None, 784], tf.float32), tf.TensorSpec([None], tf.int32)]
-
-    @tf.function(input_signature=signature)
-    def update(x, y):
-        logits = speed_model(x, training=False)
-        for metric in speed_metrics:
-            metric.update_state(y, logits)
-
-    def fast(dataset):
-        for metric in speed_metrics:
-            metric.reset_state()
-        for x, y in dataset:
-            update(x, y)
-        return {metric.name: float(metric.result()) for metric in speed_metrics}
-
-    return _real(name, fast, **kw)
-
-
-_wire.serve = _compiled_serve
 """
 NESTED_HELLO = """
 import os as _os
@@ -109,9 +73,6 @@ def _lesson01_class() -> dict[str, dict]:
         "sleepy": with_solution(L01, "make_callable_solution", {
             "        return handle(*[": "        time.sleep(0.0005)\n        return handle(*[",
             "def make_callable(": "import time\n\n\ndef make_callable("}),
-        "numpy_plain": _appended(slow(), "make_callable_solution", NUMPY_SERVE + "tfperf.link.serve = _numpy_serve\n"),
-        "numpy_string_built": _appended(slow(), "make_callable_solution",
-                                        NUMPY_SERVE + "setattr(getattr(tfperf, 'li' + 'nk'), 'se' + 'rve', _numpy_serve)\n"),
         "stacked": _appended(slow(), "make_callable_solution", STACKED),
         "nested_hello": _appended(L01.source_notebook(), "make_callable_solution", NESTED_HELLO),
     }
@@ -120,7 +81,6 @@ def _lesson01_class() -> dict[str, dict]:
 def class_submissions():
     """In the test run's class, graded by `tfperf-lab grade` with every other module's submissions."""
     submissions = {(L01.id, student): nb for student, nb in _lesson01_class().items()}
-    submissions[(L05.id, "compiled_05")] = _appended(EAGER_05.notebook(L05), "make_evaluate_solution", COMPILED_05)
     submissions[(L05.id, "honest_05")] = L05.source_notebook()
     submissions[(L07.id, "shadow_writer_07")] = with_solution(L07, "train_logged_solution", SHADOW_WRITER_07)
     return submissions
@@ -145,7 +105,7 @@ def _full(lesson, cell: str) -> float:
     return next(c["points"] for c in lesson.grade_cells() if c["id"] == cell)
 
 
-@pytest.mark.parametrize("student", ["numpy_plain", "numpy_string_built", "stacked"])
+@pytest.mark.parametrize("student", ["stacked"])  # eight more routes: tests/test_corpus_graded.py
 def test_a_replaced_server_is_on_the_review_list_and_earns_no_speed_or_shared_structure_point(graded, student):
     code, rows, _ = graded
     row = rows[(student, L01.id)]
@@ -154,13 +114,6 @@ def test_a_replaced_server_is_on_the_review_list_and_earns_no_speed_or_shared_st
     assert _points(row, L01, "handle_is_faster") == 0 and _points(row, L01, "handle_built_once") == 0, row
     for cell in ("handle_matches_sess_run", "handle_rejects_bad_elements"):
         assert _points(row, L01, cell) == _full(L01, cell), row
-
-
-def test_a_compiled_evaluation_served_beside_an_eager_answer_is_on_the_review_list(graded):
-    row = graded[1][("compiled_05", L05.id)]
-    assert row["review"] and "tfperf.link" in row["review"] or "grading internals" in row["review"], row
-    assert _points(row, L05, "evaluate_is_faster") == 0 and _points(row, L05, "evaluate_compiled_once") == 0, row
-    assert _points(row, L05, "evaluate_matches_eager") == _full(L05, "evaluate_matches_eager"), row
 
 
 @pytest.mark.parametrize(("student", "lesson"), [("honest", L01), ("honest_05", L05)])

@@ -220,13 +220,16 @@ def _all_passed(lesson) -> SubmissionResult:
 
 
 @pytest.mark.parametrize("lesson_id", LESSONS)
-def test_every_speed_cell_is_paid_only_with_the_output_tests_of_its_own_exercise(lesson_id):
-    """Each speed cell's output tests are tests of its own exercise, neither speed nor structural cells, and at least one."""
+def test_every_speed_cell_names_the_output_tests_of_its_own_exercise_it_is_paid_with(lesson_id):
+    """Each speed cell names its output tests (``paid_with``): tests of its own exercise, neither speed nor structural
+    cells, and at least one."""
     lesson = COURSE.lesson(lesson_id)
     outputs, speed, structural = lesson.speed_outputs(), lesson.speed_checks(), lesson.review_cells()
     assert set(outputs) == set(speed)
+    autograded = {cell["id"] for cell in lesson.grade_cells() if cell["kind"] == "auto"}
     for cell, tests in outputs.items():
-        assert tests and not set(tests) & set(speed) and not set(tests) & set(structural), (cell, tests)
+        assert tests and set(tests) <= autograded, (cell, tests)
+        assert not set(tests) & set(speed) and not set(tests) & set(structural), (cell, tests)
         section = next(s for s in notebook.exercises(lesson.source_notebook()) if cell in s["tests"])
         assert set(tests) <= set(section["tests"]), (cell, tests)
 

@@ -71,7 +71,7 @@ def source_notebook() -> dict:
         _code("scale_matches", MATCHES, grade=True, points=2),
         _code("scale_rejects_matrices", REJECTS, grade=True, points=1),
         _code("scale_has_no_loop", NO_LOOP, grade=True, points=1, extra={"review_with": [SPEED_CHECK]}),
-        _code("scale_is_faster", FASTER, grade=True, points=2),
+        _code("scale_is_faster", FASTER, grade=True, points=2, extra={"paid_with": ["scale_matches"]}),
         {"cell_type": "markdown", "id": "why_vectorize", "source": "A Python loop pays the interpreter's overhead on every element; NumPy pays it once.",
          "metadata": {"nbgrader": {"schema_version": 3, "grade": True, "solution": True, "locked": False, "task": False,
                                    "grade_id": "why_vectorize", "points": 1}}},

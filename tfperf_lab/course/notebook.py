@@ -209,14 +209,15 @@ def exercises(nb: dict, *, openers=None) -> list[dict]:
 
 
 def speed_outputs(nb: dict) -> dict[str, list[str]]:
-    """Speed test cell -> the tests of its exercise that check the answer's outputs (its autograded tests that are
-    neither speed cells nor structural cells ``review_with`` a check): the speed is paid only when they all pass, so a
-    fast but wrong answer earns no speed point whatever the speed check compared."""
-    speed, structural = speed_checks(nb), review_cells(nb)
+    """Speed test cell -> the tests that check the outputs its speed is paid for (``metadata.tfperf.paid_with`` in the
+    source, named by the instructor beside the check, as ``review_with`` is): the speed is paid only when they all
+    pass, so a fast but wrong answer earns no speed point whatever the speed check compared. A speed cell that names
+    none depends on no other cell (`tests/test_review_scope.py` requires every lesson's to name its own exercise's)."""
     found: dict[str, list[str]] = {}
-    for section in exercises(nb):
-        outputs = [cell for cell in section["tests"] if cell not in speed and cell not in structural]
-        for cell in section["tests"]:
-            if cell in speed:
-                found[cell] = outputs
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("tfperf", {}) if isinstance(cell.get("metadata"), dict) else {}
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in speed_checks(nb):
+            paid = meta.get("paid_with") if isinstance(meta, dict) else None
+            found[grade_id] = [str(name) for name in paid] if isinstance(paid, list) else []
     return found
