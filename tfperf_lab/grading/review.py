@@ -27,6 +27,11 @@ reading follows *values*, not words:
 - **The lesson's own names**: rebinding a name the instructor's cells bind and the tests read, or storing into an object
   they bind, is a finding.
 
+The reading is Python's own ``ast`` with a scope table of its own (names each function, class body and comprehension
+binds), not an analysis library: what it needs is a taint rule over attribute chains, which neither def-use chains
+(beniget) nor libcst's scope provider give, and astroid's inference would import the lesson's libraries into the
+grading process. IPython's own transformer turns magics into the calls the reading follows.
+
 A learner's own objects are theirs: ``self.finalized = ...``, a ``@property``, ``setattr(self, key, value)``, a frozen
 dataclass's ``object.__setattr__``, ``hasattr`` duck typing, ``getattr(tf.keras.optimizers, name)`` are not findings.
 Structural tests read TensorFlow's own implementation (the function's exact type, the base class's counters), so no
