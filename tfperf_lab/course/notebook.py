@@ -107,6 +107,13 @@ def check_fingerprint(nb: dict, cell_id: str) -> str:
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 
+def tfperf_meta(cell: dict) -> dict:
+    """A cell's ``metadata.tfperf`` (the course's own keys: ``review_with``, ``paid_with``), or an empty dict."""
+    meta = cell.get("metadata", {})
+    found = meta.get("tfperf", {}) if isinstance(meta, dict) else {}
+    return found if isinstance(found, dict) else {}
+
+
 def review_cells(nb: dict) -> dict[str, list[str]]:
     """grade_id -> the speed checks whose points it shares when the review (`tfperf_lab.grading.review`) flags an answer: a speed
     test cell's own checks, and for a structural test cell the checks named in ``metadata.tfperf.review_with``. A
@@ -114,8 +121,7 @@ def review_cells(nb: dict) -> dict[str, list[str]]:
     it is withheld only when the answer reaches into the machinery that reports that structure, as the speed check's is."""
     cells = speed_checks(nb)
     for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("tfperf", {}) if isinstance(cell.get("metadata"), dict) else {}
-        linked = meta.get("review_with") if isinstance(meta, dict) else None
+        linked = tfperf_meta(cell).get("review_with")
         grade_id = nbgrader_meta(cell).get("grade_id")
         if linked and grade_id and nbgrader_meta(cell).get("grade"):
             cells[grade_id] = sorted(set(cells.get(grade_id, [])) | set(linked))
@@ -213,11 +219,10 @@ def speed_outputs(nb: dict) -> dict[str, list[str]]:
     source, named by the instructor beside the check, as ``review_with`` is): the speed is paid only when they all
     pass, so a fast but wrong answer earns no speed point whatever the speed check compared. A speed cell that names
     none depends on no other cell (`tests/test_review_scope.py` requires every lesson's to name its own exercise's)."""
-    found: dict[str, list[str]] = {}
+    speed, found = speed_checks(nb), {}
     for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("tfperf", {}) if isinstance(cell.get("metadata"), dict) else {}
         grade_id = nbgrader_meta(cell).get("grade_id")
-        if grade_id in speed_checks(nb):
-            paid = meta.get("paid_with") if isinstance(meta, dict) else None
+        if grade_id in speed:
+            paid = tfperf_meta(cell).get("paid_with")
             found[grade_id] = [str(name) for name in paid] if isinstance(paid, list) else []
     return found

@@ -33,21 +33,17 @@ class ReviewError(Exception):
     """A decision that cannot be taken (unknown student or lesson, not on the list): the message says why."""
 
 
-def path(work: WorkFolder, student: str, lesson_id: str) -> pathlib.Path:
-    return work.root / "review" / student / f"{lesson_id}.json"
-
-
 def load(work: WorkFolder, student: str, lesson_id: str) -> dict | None:
     """The decision taken on a submission, or None (none, or a file that cannot be read)."""
     try:
-        record = json.loads(path(work, student, lesson_id).read_text(encoding="utf-8"))
+        record = json.loads(work.decision(student, lesson_id).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("decision") in DECISIONS else None
 
 
 def _write(work: WorkFolder, record: dict) -> pathlib.Path:
-    target = path(work, record["student"], record["lesson"])
+    target = work.decision(record["student"], record["lesson"])
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record, indent=1), encoding="utf-8")
     return target
@@ -110,7 +106,7 @@ def apply(gradebook: Gradebook, work: WorkFolder, lesson: Lesson, result: Submis
         return
     if record.get("sha256") != sha256:
         stamp = _now().replace(":", "").replace("-", "")[:15]
-        path(work, result.student, lesson.id).rename(path(work, result.student, lesson.id).with_name(f"{lesson.id}.dropped-{stamp}.json"))
+        work.decision(result.student, lesson.id).rename(work.decision(result.student, lesson.id).with_name(f"{lesson.id}.dropped-{stamp}.json"))
         result.notes.append(f"the review decision ({record['decision']} by {record['by']} on {record['at'][:10]}) was taken on "
                             f"another version of this file: dropped" + ("; back on the review list" if result.review else ""))
         return
@@ -173,7 +169,7 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     paid = ", ".join(f"{cell} {points:g}" for cell, points in record["paid"].items()) or "no cell was withheld"
     said.append(f"{lesson.id} ({student}): {decision} by {record['by']}; paid {paid}; {result.score:g} / {result.max_score:g} "
                 f"points autograded now")
-    said.append(f"decision: {path(work, student, lesson.id)}; grades: {table}"
+    said.append(f"decision: {work.decision(student, lesson.id)}; grades: {table}"
                 + (f"; feedback: {result.feedback}" if result.feedback else ""))
     return result, said
 

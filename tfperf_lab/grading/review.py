@@ -864,10 +864,7 @@ def _environment(own: _Owned) -> dict[str, Kind | None]:
     """What the instructor's cells bind at the kernel's top level, as the reading's first scope."""
     env: dict[str, Kind | None] = {}
     for name, module in own.modules.items():
-        kind = _module_kind(module)
-        if kind is None and module.split(".")[0] in FREE | set(GUARDED):
-            kind = ("module", module)
-        env[name] = kind if kind is not None else ("module", module)
+        env[name] = _module_kind(module) or ("module", module)  # the instructor's own imports: at least a module
     return env
 
 

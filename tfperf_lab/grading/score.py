@@ -3,9 +3,10 @@
 Inputs: the autograded notebook nbgrader wrote from what came back out of the sandbox, the gradebook, the `Execution`
 (did the run finish) and the `Staged` submission (its review list, found when staging). The rules: a run that did not
 finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the grader (or, where
-it could not judge, from the course's harness); a submission on the review list (`tfperf_lab.grading.review`) has the
-speed cells and the structural cells that share their evidence of the exercise a finding is in (`review_scope`) withheld and
-marked for a person to grade, whoever timed it, and a person's decision on that very file paid again
+it could not judge, from the course's harness), and only while the output tests each speed cell is paid with
+(``paid_with``) pass; a submission on the review list (`tfperf_lab.grading.review`) has the speed cells and the
+structural cells that share their evidence, of the exercise a finding is in and of later ones (`review_scope`),
+withheld and marked for a person to grade, whoever timed it, and a person's decision on that very file paid again
 (`tfperf_lab.grading.decisions`);
 a structural cell otherwise keeps whatever its own test gave it, whatever the speed says; a manual score that appeared
 while the notebook ran is put back (only an instructor sets one, and never from inside a sandbox).
@@ -182,8 +183,9 @@ def review_scope(nb: dict, review_cells: dict[str, list[str]], found: list[revie
 
 
 def _withhold_speed_of_wrong_outputs(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult) -> None:
-    """Speed is paid only for correct outputs: a speed cell whose exercise has an output test that did not pass scores 0
-    (the speed check compares what each call returns; the exercise's tests check everything the answer computes)."""
+    """Speed is paid only for correct outputs: a speed cell one of whose output tests (`Lesson.speed_outputs`, the
+    ``paid_with`` it names) did not pass scores 0 (the speed check compares what each call returns; those tests check
+    everything the answer computes)."""
     status = {cell.id: cell for cell in result.cells}
     for speed_cell, outputs in lesson.speed_outputs().items():
         cell = status.get(speed_cell)

@@ -195,9 +195,10 @@ def stage(course: Course, path: pathlib.Path, student: str, lesson_id: str | Non
     by_name = [item.id for item in course.lessons if item.id in path.name]
     if by_name and by_name[0] != lesson.id:
         notes.append(f"the file is named for {by_name[0]} but is lesson {lesson.id}: graded as {lesson.id}")
-    notes += tamper_notes(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
+    instructor = lesson.source_notebook() if lesson.source.exists() else None  # absent in a learner's published copy
+    notes += tamper_notes(nb, release, instructor)
     restore_deleted(nb, release)
-    found = review.review(nb, release, lesson.source_notebook() if lesson.source.exists() else None)
+    found = review.review(nb, release, instructor)
     if found:
         notes.append(review.note(found))
     extras = {}
