@@ -292,7 +292,7 @@ __all__.append("break_even")
 
 
 def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "value", title: str | None = None,
-                   xlabel: str = "step"):
+                   xlabel: str = "step", first: int = 0):
     """Scalars read back from TensorBoard event files (lesson 07's fallback when TensorBoard is blocked).
 
     The x axis is the step the values were logged at, whole numbers only (no 0.5 ticks).
@@ -302,10 +302,12 @@ def logged_scalars(series: Mapping[str, object], *, ax=None, ylabel: str = "valu
             ``{"train": events.scalars(d, run="train")["epoch_loss"], "validation": ...}``.
         ylabel: What the values are, e.g. ``"loss"``.
         xlabel: What a step counts: ``"epoch"`` for values logged once per epoch.
+        first: The number the first logged step is drawn at: ``1`` to count epochs 1, 2, 3... as `metric_curves`
+            does when the values were logged at steps 0, 1, 2...
     """
     ax = _axes(ax)
     for label, item in series.items():
-        steps, values = np.asarray(item.steps, float), np.asarray(item.values, float)
+        steps, values = np.asarray(item.steps, float) + first, np.asarray(item.values, float)
         ax.plot(steps, values, marker="o" if len(steps) < 20 else None, markersize=3, linewidth=1.2, label=label)
     ax.xaxis.get_major_locator().set_params(integer=True)
     return _finish(ax, xlabel, ylabel, title)

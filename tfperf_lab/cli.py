@@ -121,20 +121,29 @@ def cmd_run(args) -> int:
     from .publish import readme, report
 
     course = _course(args)
+    if args.runs < 1 or (args.runs > 1 and not args.keep_run):
+        print("--runs N (N >= 1) repeats the run to keep N of them: use it with --keep-run", file=sys.stderr)
+        return 2
     out = readme.example_folder(course) if args.example else pathlib.Path(args.out)
-    path, clean = report.run(course, args.lessons or None, out=out, profile=args.profile)
-    print(path.read_text(encoding="utf-8"))
-    print(f"report: {path}  plot: {path.with_suffix('.png')}")
-    if args.example:
-        readme.update(course, "report")
-        print(f"{readme.PAGES['report']}: example report block regenerated")
-    if args.keep_run and clean:
-        from .publish import ranges
+    failed = 0
+    for number in range(1, args.runs + 1):
+        if args.runs > 1:
+            print(f"run {number} of {args.runs}", flush=True)
+        path, clean = report.run(course, args.lessons or None, out=out, profile=args.profile)
+        print(path.read_text(encoding="utf-8"))
+        print(f"report: {path}  plot: {path.with_suffix('.png')}")
+        if args.example:
+            readme.update(course, "report")
+            print(f"{readme.PAGES['report']}: example report block regenerated")
+        if args.keep_run and clean:
+            from .publish import ranges
 
-        print(f"kept the run in {ranges.keep(course, path.with_suffix('.json'))}; ranges rebuilt in {ranges.write(course)}")
-    if not clean:
-        print("some lessons failed or recorded nothing: see the errors in the report", file=sys.stderr)
-    return 0 if clean else 1
+            print(f"kept the run in {ranges.keep(course, path.with_suffix('.json'))}; ranges rebuilt in {ranges.write(course)}")
+        if not clean:
+            failed += 1
+            print("some lessons failed or recorded nothing: see the errors in the report" + (" (this run is not kept)" if args.keep_run else ""),
+                  file=sys.stderr)
+    return 0 if not failed else 1
 
 
 def cmd_ranges(args) -> int:
@@ -288,6 +297,8 @@ def parser() -> argparse.ArgumentParser:
                      help="write to docs/example-report/ and regenerate the example block of docs/benchmarks.md (commit both)")
     run.add_argument("--keep-run", action="store_true",
                      help="keep this run's speedups in docs/runs/<profile>/ and rebuild tfperf/ranges.json (the ranges lessons quote)")
+    run.add_argument("--runs", type=int, default=1,
+                     help="with --keep-run: run and keep this many times (lessons quote figures from 5 current runs a profile)")
     run.set_defaults(func=cmd_run)
 
     ranges = sub.add_parser("ranges", help=cmd_ranges.__doc__)

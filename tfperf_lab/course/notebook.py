@@ -107,6 +107,17 @@ def check_fingerprint(nb: dict, cell_id: str) -> str:
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 
+def code_fingerprint(nb: dict) -> str:
+    """What a lesson's recorded runs depend on in its source, as a short hash: every code cell, less the stamped shared
+    cells (they only import the course and summarise the tests). A kept run (`tfperf_lab.publish.ranges`) carries it
+    per lesson; a run whose lesson's code changed since no longer counts for the ranges and figures lessons quote."""
+    import hashlib
+
+    shared = {"setup", "self-check"}
+    parts = [source(cell) for cell in nb["cells"] if cell.get("cell_type") == "code" and cell.get("id") not in shared]
+    return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
+
+
 def tfperf_meta(cell: dict) -> dict:
     """A cell's ``metadata.tfperf`` (the course's own keys: ``review_with``, ``paid_with``), or an empty dict."""
     meta = cell.get("metadata", {})

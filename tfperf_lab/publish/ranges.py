@@ -1,10 +1,12 @@
-"""Recorded runs and the ranges lessons quote from them: ``docs/runs/<profile>/*.json`` -> ``tfperf/ranges.json``.
+"""Recorded runs and the figures lessons quote from them: ``docs/runs/<profile>/*.json`` -> ``tfperf/ranges.json``.
 
 A lesson's "What to notice" cell compares the learner's speedup with what the course measured
-(`tfperf.report.seen`). Those ranges must belong to the learner's profile and come from runs, not from
-prose: ``tfperf-lab run --profile full --keep-run`` keeps the run's records, condensed, in
-``docs/runs/full/``, and ``tfperf-lab ranges`` (run by ``--keep-run`` too) rebuilds ``tfperf/ranges.json``
-from every kept run. A test keeps the two in sync.
+(`tfperf.report.seen`), and its prose quotes the same runs through figure marks that `tfperf-lab release` renders
+(`tfperf_lab.course.figures`). Those figures must belong to a profile and come from runs of the lesson's current code,
+not from prose: ``tfperf-lab run --profile full --keep-run --runs 5`` keeps each run's records, condensed, in
+``docs/runs/full/`` with a fingerprint of every lesson's code cells, and ``tfperf-lab ranges`` (run by ``--keep-run``
+too) rebuilds ``tfperf/ranges.json`` from the kept runs whose fingerprint matches the lesson's code today. A test
+keeps the two in sync, and another asks for at least `RUNS_NEEDED` current runs of every lesson in both profiles.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import pathlib
 
 from tfperf.report import RANGES_FILE
 
-from ..course import Course
+from ..course import Course, notebook
+
+RUNS_NEEDED = 5  # current runs per lesson and profile before a lesson's figures count as recorded
 
 
 def runs_folder(course: Course) -> pathlib.Path:
@@ -22,15 +26,24 @@ def runs_folder(course: Course) -> pathlib.Path:
 
 
 def condense(report: dict) -> dict:
-    """What a kept run holds: date, profile, machine, and per lesson each record's speedup and interval."""
+    """What a kept run holds: date, profile, machine, and per lesson its code's fingerprint, its seconds, and each
+    record's speedup, interval and both sides' median seconds per call."""
     environment = report["environment"]
     return {
         "date": report["date"], "profile": environment["profile"],
         "environment": {key: environment.get(key) for key in ("tensorflow", "cpu_count", "gpus", "platform")},
-        "lessons": {lesson["id"]: {item["name"]: {"speedup": round(item["speedup"], 4), "ci": [round(v, 4) for v in item["ci"]]}
+        "code": {lesson["id"]: lesson.get("code") for lesson in report["lessons"] if not lesson["errors"]},
+        "seconds": {lesson["id"]: lesson["seconds"] for lesson in report["lessons"] if not lesson["errors"]},
+        "lessons": {lesson["id"]: {item["name"]: {"speedup": round(item["speedup"], 4), "ci": [round(v, 4) for v in item["ci"]],
+                                                  "baseline": _median(item, "baseline"), "candidate": _median(item, "candidate")}
                                    for item in lesson["records"]}
                     for lesson in report["lessons"] if not lesson["errors"]},
     }
+
+
+def _median(item: dict, side: str) -> float | None:
+    value = (item.get(side) or {}).get("median")
+    return None if value is None else float(f"{value:.4g}")
 
 
 def keep(course: Course, report_json: pathlib.Path) -> pathlib.Path:
@@ -44,18 +57,54 @@ def keep(course: Course, report_json: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def build(course: Course) -> dict:
-    """Per profile, lesson and record: the lowest and highest median speedup over the kept runs, and how many runs."""
-    profiles: dict = {}
+def fingerprints(course: Course) -> dict[str, str]:
+    """Each lesson's code fingerprint today (`tfperf_lab.course.notebook.code_fingerprint`)."""
+    return {lesson.id: notebook.code_fingerprint(notebook.read(lesson.source)) for lesson in course.lessons}
+
+
+def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
+    """Profile -> lesson -> the kept runs' records of that lesson, from runs of the lesson's code as it is today."""
+    today = fingerprints(course)
+    found: dict[str, dict[str, list[dict]]] = {}
     for path in sorted(runs_folder(course).glob("*/*.json")):
         run = json.loads(path.read_text(encoding="utf-8"))
         for lesson, records in run["lessons"].items():
-            for name, item in records.items():
-                profiles.setdefault(run["profile"], {}).setdefault(lesson, {}).setdefault(name, []).append(item["speedup"])
+            if run.get("code", {}).get(lesson) == today.get(lesson):
+                found.setdefault(run["profile"], {}).setdefault(lesson, []).append(records)
+    return found
+
+
+def words(ci: tuple[float, float] | list[float]) -> str:
+    """The course's one rule (`tfperf.timing.Comparison.words`): faster or slower only when the whole interval lies
+    above or below 1x."""
+    low, high = ci
+    return "faster" if low > 1 else "slower" if high < 1 else "none"
+
+
+def summarise(runs: list[dict]) -> dict:
+    """One record over its runs: the range of medians, how many runs, how many the rule calls faster, slower or
+    neither, and each side's range of median seconds per call (when every run kept them)."""
+    entry = {"low": round(min(r["speedup"] for r in runs), 3), "high": round(max(r["speedup"] for r in runs), 3), "runs": len(runs)}
+    for word in ("faster", "slower", "none"):
+        entry[word] = sum(words(r["ci"]) == word for r in runs)
+    for side in ("baseline", "candidate"):
+        values = [r.get(side) for r in runs]
+        if all(value is not None for value in values):
+            entry[side] = [min(values), max(values)]
+    return entry
+
+
+def build(course: Course) -> dict:
+    """Per profile, lesson and record: `summarise` over the kept runs of the lesson's current code."""
+    profiles: dict = {}
+    for profile, lessons in current_runs(course).items():
+        for lesson, runs in lessons.items():
+            for records in runs:
+                for name, item in records.items():
+                    profiles.setdefault(profile, {}).setdefault(lesson, {}).setdefault(name, []).append(item)
     return {
         "generated_by": "tfperf-lab ranges, from docs/runs/<profile>/*.json: do not edit by hand",
-        "profiles": {profile: {lesson: {name: {"low": round(min(values), 3), "high": round(max(values), 3), "runs": len(values)}
-                                        for name, values in sorted(records.items())}
+        "profiles": {profile: {lesson: {name: summarise(runs) for name, runs in sorted(records.items())}
                                for lesson, records in sorted(lessons.items())}
                      for profile, lessons in sorted(profiles.items())},
     }

@@ -25,6 +25,7 @@ from tfperf.units import format_seconds
 
 from ..course import Course, Lesson
 from ..course.config import DEFAULTS
+from ..course import notebook
 from ..isolation import runner
 
 PROFILES = ("reduced", "full")
@@ -139,7 +140,8 @@ def run(course: Course, lesson_ids: list[str] | None = None, *, out: pathlib.Pat
     report = out / "course-report.md"
     report.write_text(render(results, total, environment, "course-report.png"), encoding="utf-8")
     summary = {"date": datetime.datetime.now().strftime("%Y-%m-%d"), "total_seconds": round(total, 1), "environment": environment,
-               "lessons": [{"id": lesson.id, "seconds": round(seconds, 1), "stated_seconds": stated_seconds(lesson, environment["profile"]),
+               "lessons": [{"id": lesson.id, "code": notebook.code_fingerprint(notebook.read(lesson.source)), "seconds": round(seconds, 1),
+                            "stated_seconds": stated_seconds(lesson, environment["profile"]),
                             "errors": errors, "records": [item.to_dict() for item in records]}
                            for lesson, records, errors, seconds in results]}
     (out / "course-report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
