@@ -35,7 +35,7 @@ def _work(args, course):
 def cmd_release(args) -> int:
     """Stamp the shared cells into ``solutions/``, then regenerate ``lessons/`` (or ``--into``) with nbgrader."""
     from .grading import settings
-    from .course import stamp, WorkFolder
+    from .course import figures, stamp, WorkFolder
 
     course = _course(args)
     target = pathlib.Path(args.into).resolve() if args.into else course.releases
@@ -43,6 +43,12 @@ def cmd_release(args) -> int:
         for lesson in course.select(args.lessons):
             if stamp.stamp(course, lesson):
                 print(f"stamped the shared cells (badges, setup, self-check) into {lesson.source.relative_to(course.root)}")
+            try:
+                if figures.render_lesson(lesson):
+                    print(f"rendered the recorded figures into {lesson.source.relative_to(course.root)}")
+            except figures.FigureError as error:
+                print(f"release of {lesson.id} failed: {error}", file=sys.stderr)
+                return 1
             done = settings.nbgrader(course, WorkFolder(pathlib.Path(work)), ["generate_assignment", lesson.id, "--force"], release=target)
             if done.returncode != 0:
                 print(done.output[-3000:], file=sys.stderr)
