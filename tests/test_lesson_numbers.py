@@ -106,6 +106,20 @@ def test_recorded_ranges_belong_to_a_profile_and_describe_says_which(tmp_path, m
     assert "(this run falls outside that range)" in comparison((2.0,), (1.9, 2.1), 2.0, 1.0).describe(seen=full)
 
 
+def test_describe_calls_an_effect_fragile_only_when_the_rule_called_recorded_runs_faster_and_slower():
+    from tfperf.report import Seen
+
+    run = comparison((1.1,), (1.02, 1.2), 1.1, 1.0)
+    # medians on both sides of 1x, but no run's interval left "no measurable difference" on the slow side: not fragile
+    nulls = Seen(0.9, 1.12, runs=5, profile="full", counts=(1, 0, 4))
+    assert "fragile" not in run.describe(seen=nulls).lower()
+    assert "measured 0.9-1.12x: faster in 1 and no measurable difference in 4 of the 5 recorded runs." in run.describe(seen=nulls)
+    both = Seen(0.7, 1.4, runs=5, profile="full", counts=(2, 1, 2))
+    assert "A fragile effect: the course's 5 recorded runs in the full profile measured 0.7-1.4x, faster in 2, slower in 1" \
+        in run.describe(seen=both)
+    assert "fragile" not in run.describe(seen=(0.7, 1.4)).lower()  # a bare range holds no intervals: no judgment
+
+
 def test_the_packaged_ranges_are_built_from_the_kept_runs():
     from tfperf_lab.publish import ranges
     from tfperf_lab.course import Course

@@ -10,15 +10,15 @@ from conftest import make_result
 
 def test_compare_finds_a_known_2x_difference(clock):
     result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
-    assert result.verdict == "faster"
+    assert result.words == "faster"
     assert 1.8 < result.ci[0] <= result.speedup <= result.ci[1] < 2.2
     assert result.rounds >= 10
 
 
 def test_compare_calls_two_equal_functions_inconclusive_not_faster(clock):
     result = tfperf.compare(clock.workload(1e-3, jitter=0.2, seed=3), clock.workload(1e-3, jitter=0.2, seed=4), clock=clock)
-    assert result.verdict == "inconclusive"
-    assert result.ci[0] < 1.05 < result.ci[1] or result.ci[1] <= 1.05
+    assert result.words == "no measurable difference"
+    assert result.ci[0] < 1 < result.ci[1]
     assert not result.passed  # no threshold, nothing passes
 
 
@@ -142,7 +142,7 @@ def test_describe_says_faster_only_when_the_interval_clears_one(clock):
 
 def test_describe_says_slower_for_a_slower_candidate(clock):
     result = tfperf.compare(clock.workload(1e-3, jitter=0.1, seed=3), clock.workload(2e-3, jitter=0.1, seed=4), clock=clock)
-    assert result.verdict == "slower" and "slower on this run" in result.describe()
+    assert result.words == "slower" and "slower on this run" in result.describe()
 
 
 def test_describe_finds_no_measurable_difference_between_equal_functions(clock):
@@ -162,9 +162,13 @@ def test_describe_follows_the_verdict_not_the_median():
     assert "slower on this run" in narrow.describe()
 
 
-def test_describe_calls_an_effect_fragile_when_the_course_runs_straddle_one(clock):
+def test_describe_calls_an_effect_fragile_only_when_the_rule_called_runs_faster_and_slower(clock):
+    from tfperf.report import Seen
+
     result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
-    assert "A fragile effect: the course's runs measured 0.6-1.4x" in result.describe(seen=(0.6, 1.4))
+    straddling = Seen(0.6, 1.4, runs=4, profile="full", counts=(2, 2, 0))
+    assert "A fragile effect: the course's 4 recorded runs in the full profile measured 0.6-1.4x" in result.describe(seen=straddling)
+    assert "fragile" not in result.describe(seen=(0.6, 1.4))  # medians straddling 1x are not the rule's words
     steady = result.describe(seen=(1.8, 2.2))
     assert "fragile" not in steady and steady.endswith("The course's runs measured 1.8-2.2x.")
     assert "(this run falls outside that range)" in result.describe(seen=(5.0, 8.0))

@@ -35,7 +35,7 @@ _HARNESS = {
     for name in names
 }
 _CODE = {key: value.__code__ for key, value in _HARNESS.items() if hasattr(value, "__code__")}
-_PROPERTIES = {name: getattr(timing.Comparison, name).fget.__code__ for name in ("passed", "speedup", "verdict")}
+_PROPERTIES = {name: getattr(timing.Comparison, name).fget.__code__ for name in ("passed", "speedup", "words")}
 
 
 def _hint(hint: str) -> str:

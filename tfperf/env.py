@@ -211,7 +211,7 @@ def fingerprint() -> dict:
 def _check_versions() -> None:
     found = _version("tensorflow") or _version("tensorflow-cpu")
     if found is None:
-        raise ImportError("TensorFlow is not installed: run `pip install -e .` in the course folder (see README).")
+        raise ImportError('TensorFlow is not installed: run `pip install -e ".[learn]"` in the course folder (see README).')
     major_minor = tuple(int(part) for part in found.split(".")[:2])
     if major_minor < MIN_TENSORFLOW:
         wanted = ".".join(map(str, MIN_TENSORFLOW))

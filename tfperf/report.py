@@ -115,17 +115,43 @@ def load_records(path: str | os.PathLike) -> list[Record]:
 RANGES_FILE = pathlib.Path(__file__).with_name("ranges.json")
 
 
+def recorded_words(faster: int, slower: int, none: int) -> str:
+    """What the course's one rule said of a comparison's recorded runs, counted: "faster in all 5 recorded runs",
+    "no measurable difference in any of the 5 recorded runs", "faster in 2, slower in 1 and no measurable difference
+    in 2 of the 5 recorded runs". A run is faster or slower only when its whole interval lies above or below 1x
+    (`tfperf.timing.Comparison.words`)."""
+    runs = faster + slower + none
+    counts = [(faster, "faster"), (slower, "slower"), (none, "no measurable difference")]
+    alone = [word for count, word in counts if count == runs]
+    if alone:
+        return (f"no measurable difference in any of the {runs} recorded runs" if alone[0] == "no measurable difference"
+                else f"{alone[0]} in all {runs} recorded runs")
+    parts = [f"{word} in {count}" for count, word in counts if count]
+    return f"{', '.join(parts[:-1])} and {parts[-1]} of the {runs} recorded runs"
+
+
 class Seen(tuple):
     """The range of speedups the course's recorded runs measured for one comparison: ``(low, high)`` with
-    ``runs`` (how many recorded runs) and ``profile`` (the profile they ran in)."""
+    ``runs`` (how many recorded runs), ``profile`` (the profile they ran in) and, when the runs kept their intervals,
+    ``counts`` (how many the one rule called faster, slower, and neither)."""
 
-    def __new__(cls, low: float, high: float, *, runs: int, profile: str):
+    def __new__(cls, low: float, high: float, *, runs: int, profile: str, counts: tuple[int, int, int] | None = None):
         self = super().__new__(cls, (float(low), float(high)))
-        self.runs, self.profile = runs, profile
+        self.runs, self.profile, self.counts = runs, profile, counts
         return self
 
+    @property
+    def words(self) -> str | None:
+        """`recorded_words` of the runs, or None when they kept no intervals."""
+        return recorded_words(*self.counts) if self.counts else None
+
+    @property
+    def fragile(self) -> bool:
+        """The rule called some recorded runs faster and others slower."""
+        return bool(self.counts) and self.counts[0] > 0 and self.counts[1] > 0
+
     def __repr__(self) -> str:
-        return f"Seen({self[0]:.3g}, {self[1]:.3g}, runs={self.runs}, profile={self.profile!r})"
+        return f"Seen({self[0]:.3g}, {self[1]:.3g}, runs={self.runs}, profile={self.profile!r}, counts={self.counts})"
 
 
 def seen(lesson: str, name: str, *, profile: str | None = None) -> Seen | None:
@@ -151,7 +177,8 @@ def seen(lesson: str, name: str, *, profile: str | None = None) -> Seen | None:
     entry = json.loads(RANGES_FILE.read_text(encoding="utf-8")).get("profiles", {}).get(profile, {}).get(lesson, {}).get(name)
     if not entry or entry["runs"] < 2:
         return None
-    return Seen(entry["low"], entry["high"], runs=entry["runs"], profile=profile)
+    counts = tuple(entry[word] for word in ("faster", "slower", "none")) if "faster" in entry else None
+    return Seen(entry["low"], entry["high"], runs=entry["runs"], profile=profile, counts=counts)
 
 
-__all__ += ["RANGES_FILE", "Seen", "seen"]
+__all__ += ["RANGES_FILE", "Seen", "recorded_words", "seen"]

@@ -125,7 +125,8 @@ class Comparison:
         ci: Bootstrap confidence interval of the median ratio.
         confidence: Level of ``ci``.
         threshold: Speedup the candidate had to clear, if any.
-        tolerance: Relative difference treated as "no difference" by `verdict`.
+        tolerance: Relative difference within which `compare` may stop adding rounds as "no difference" (a stopping
+            rule only: the words a result allows are `words`, with no tolerance).
         elapsed: Wall seconds the comparison took, warm-up included.
         environment: The environment fingerprint (see `tfperf.env.fingerprint`).
     """
@@ -150,22 +151,12 @@ class Comparison:
         return len(self.ratios)
 
     @property
-    def verdict(self) -> str:
-        """``"faster"``, ``"slower"`` or ``"inconclusive"``: the interval against 1 +- tolerance."""
-        low, high = self.ci
-        if low > 1 + self.tolerance:
-            return "faster"
-        if high < 1 / (1 + self.tolerance):
-            return "slower"
-        return "inconclusive"
-
-    @property
     def words(self) -> str:
         """The word this run's interval allows: ``"faster"``, ``"slower"`` or ``"no measurable difference"``.
 
         The course's one rule (lesson 10's rubric states it too): faster or slower only when the whole
         interval lies above or below 1x; an interval that reaches 1x is no measurable difference. Unlike
-        `verdict` (which decides when `compare` may stop adding rounds), it has no tolerance around 1x.
+        ``tolerance`` (which only decides when `compare` may stop adding rounds), it has no tolerance around 1x.
         """
         low, high = self.ci
         return "faster" if low > 1 else "slower" if high < 1 else "no measurable difference"
@@ -175,12 +166,13 @@ class Comparison:
 
         The word is `words`: "faster" or "slower" only when the whole interval lies above or below 1x,
         otherwise "no measurable difference" ("too noisy to tell" when the interval is also wide).
-        ``seen`` is the range of speedups the course's own runs measured (`tfperf.report.seen` reads it
-        from the recorded runs of the learner's profile): when it lies on both sides of 1x the effect is
-        called fragile; when this run's whole interval falls outside it, the sentence says so. Introduced in lesson 02.
+        ``seen`` is what the course's own runs measured (`tfperf.report.seen` reads it from the recorded runs of the
+        learner's profile): their range of speedups, and what the same rule said of each run's interval. When the
+        rule called some runs faster and others slower the effect is called fragile; when this run's whole interval
+        falls outside the range, the sentence says so. Introduced in lesson 02.
 
         Args:
-            seen: A `tfperf.report.Seen` (range, number of recorded runs and their profile), a plain
+            seen: A `tfperf.report.Seen` (range, number of recorded runs, their profile and words), a plain
                 (lowest, highest) pair, or None.
 
         Returns:
@@ -201,12 +193,12 @@ class Comparison:
         span = f"{_ratio(least)}-{_ratio(most)}x"
         runs, profile = getattr(seen, "runs", None), getattr(seen, "profile", None)
         who = (f"the course's {runs} recorded runs in the {profile} profile" if runs and profile else "the course's runs")
-        if least < 1 < most:
-            return (f"{sentence} A fragile effect: {who} measured {span}, faster on some and slower on others, "
-                    "so one run decides nothing.")
+        said = getattr(seen, "words", None)
+        if said and getattr(seen, "fragile", False):
+            return f"{sentence} A fragile effect: {who} measured {span}, {said}, so one run decides nothing."
         # outside only when the whole interval misses the range: an interval that overlaps it is compatible with it
         outside = " (this run falls outside that range)" if high < least or low > most else ""
-        return f"{sentence} {who[0].upper()}{who[1:]} measured {span}{outside}."
+        return f"{sentence} {who[0].upper()}{who[1:]} measured {span}" + (f": {said}" if said else "") + f"{outside}."
 
     @property
     def passed(self) -> bool:
@@ -247,7 +239,7 @@ class Comparison:
         return {
             "baseline": self.baseline.to_dict(), "candidate": self.candidate.to_dict(),
             "speedup": self.speedup, "ci": list(self.ci), "confidence": self.confidence,
-            "threshold": self.threshold, "passed": self.passed, "verdict": self.verdict,
+            "threshold": self.threshold, "passed": self.passed, "words": self.words,
             "rounds": self.rounds, "ratios": list(self.ratios), "elapsed": self.elapsed,
             "environment": dict(self.environment),
         }
@@ -510,7 +502,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         budget: Seconds after which no more rounds are added.
         sample_time: Target seconds per sample, used to calibrate calls per sample.
         confidence: Level of the bootstrap interval.
-        tolerance: Relative difference that counts as none for `Comparison.verdict`.
+        tolerance: Relative difference within which the rounds may stop as "no difference" (stopping only; the
+            words a result allows are `Comparison.words`).
         sync: Finish asynchronous work inside the timed region (outputs to host, then the device wait).
         wait: The device wait called after every call (default: `device_wait`; tests pass a fake).
         clock: Seconds clock, for tests.

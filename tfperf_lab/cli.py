@@ -55,6 +55,12 @@ def cmd_release(args) -> int:
                 print(f"release of {lesson.id} failed", file=sys.stderr)
                 return 1
             print(f"released {lesson.id} -> {target / lesson.id}")
+    try:
+        if figures.render_markdown(course.root / "README.md"):
+            print("rendered the recorded figures into README.md")
+    except figures.FigureError as error:
+        print(f"README.md: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

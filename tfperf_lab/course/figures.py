@@ -93,14 +93,9 @@ def _seconds(values: list[float]) -> str:
 
 
 def _words(entry: dict) -> str:
-    runs = entry["runs"]
-    counts = [(entry.get("faster", 0), "faster"), (entry.get("slower", 0), "slower"), (entry.get("none", 0), "no measurable difference")]
-    alone = [word for count, word in counts if count == runs]
-    if alone:
-        return f"{alone[0]} in all {runs} recorded runs" if alone[0] != "no measurable difference" else \
-            f"no measurable difference in any of the {runs} recorded runs"
-    parts = [f"{word} in {count}" for count, word in counts if count]
-    return f"{', '.join(parts[:-1])} and {parts[-1]} of the {runs} recorded runs"
+    from tfperf.report import recorded_words
+
+    return recorded_words(entry.get("faster", 0), entry.get("slower", 0), entry.get("none", 0))
 
 
 def render(key: str, lesson: str, ranges: dict, thresholds: dict[str, float]) -> str:
@@ -173,6 +168,15 @@ def render_lesson(lesson) -> bool:
         return False
     notebook.write(new, lesson.source)
     return True
+
+
+def render_markdown(path: pathlib.Path) -> bool:
+    """Render the figure marks of a markdown file (the README) in place; True when it changed."""
+    text = path.read_text(encoding="utf-8")
+    new = render_text(text, "", recorded(), {})
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
 
 
 def _visible(text: str) -> str:

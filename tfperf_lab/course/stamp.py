@@ -60,8 +60,8 @@ INSTALL_ADVICE = {
               "again (Runtime > Restart session if it keeps failing)."),
 }
 SETUP_HELP = """\
-If the next cell fails: on your own computer, install the course first (`pip install -e .` in the course
-folder, see the README). On Colab and Kaggle the cell installs the course helpers itself and ends with one
+If the next cell fails: on your own computer, install the course first (`pip install -e ".[learn]"` in the course
+folder: TensorFlow, Jupyter and `tfperf-lab check`; see the README). On Colab and Kaggle the cell installs the course helpers itself and ends with one
 message saying what to do if that fails; on Kaggle, switch **Internet** on first (Session options, in the
 editor's right-hand panel): Kaggle notebooks start offline."""
 # The sentence lessons used to carry by hand before `SETUP_HELP` (wrong on Colab and Kaggle); stamping removes it.

@@ -1,0 +1,123 @@
+"""Issue 35: every figure in a lesson's prose is rendered from recorded runs of the lesson's current code, or labelled
+a claim or a definition (`tfperf_lab.course.figures`); the runs behind them are current and numerous enough."""
+
+import copy
+import json
+
+import pytest
+
+from tfperf_lab.course import figures, notebook
+from tfperf_lab.publish import ranges
+from pipeline import COURSE
+
+LESSONS = COURSE.lessons
+RECORDED = figures.recorded()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_figure_in_a_lesson_is_rendered_claimed_or_defined(lesson):
+    found = figures.problems(notebook.read(lesson.source), lesson.id, RECORDED, generated=(lesson.run_time_text,))
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_every_lesson_has_five_runs_of_its_current_code_in_each_profile(lesson):
+    runs = ranges.current_runs(COURSE)
+    for profile in figures.PROFILES:
+        kept = len(runs.get(profile, {}).get(lesson.id, []))
+        assert kept >= ranges.RUNS_NEEDED, (
+            f"{lesson.id}: {kept} {profile}-profile run(s) of today's code; record them: "
+            f"tfperf-lab run --profile {profile} --keep-run --runs {ranges.RUNS_NEEDED - kept}")
+
+
+def test_the_readme_quotes_no_speedup_by_hand():
+    text = (COURSE.root / "README.md").read_text(encoding="utf-8")
+    typed = [figure for figure in figures.hand_typed(text) if figure.rstrip().endswith(("x", "×"))]
+    assert not typed, typed
+    found = [problem for problem in figures.text_problems(text, "README.md", "", RECORDED, {}) if "hand-typed" not in problem]
+    assert not found, found
+
+
+# The scanner itself: each kind of mistake is found, on a real lesson changed in one place.
+
+def _lesson_with(text: str, lesson=LESSONS[2]) -> list[str]:
+    nb = copy.deepcopy(notebook.read(lesson.source))
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and c.get("id") not in ("md-01",))
+    cell["source"] = notebook.source(cell) + "\n\n" + text
+    return [p for p in figures.problems(nb, lesson.id, RECORDED, generated=(lesson.run_time_text,)) if str(cell.get("id")) in p]
+
+
+def test_a_hand_typed_figure_is_reported():
+    assert any("hand-typed figure '15-25x'" in p for p in _lesson_with("On this CPU the tiny-op loop gained 15-25x."))
+    assert any("'0.3-1.5 ms'" in p for p in _lesson_with("Building once took 0.3-1.5 ms per image."))
+    assert any("'0.6x to 1.4x'" in p for p in _lesson_with("It ranged from 0.6x to 1.4x."))
+    assert any("'20%'" in p for p in _lesson_with("It saved 20% per epoch."))
+
+
+def test_numbers_that_are_not_figures_are_left_alone():
+    assert figures.hand_typed("the line at 1x, a 512x512 matmul, `y = 2x + 1`, 60,000 images, lesson 03, [a](#1.5x)") == []
+
+
+def test_a_mark_that_names_no_record_or_shows_a_stale_value_is_reported():
+    assert any("not recorded" in p or "no lesson" in p for p in _lesson_with("It gained <!--fig 03.no_such_record-->9x<!--/fig-->."))
+    record = next(iter(RECORDED["profiles"]["full"]["03_tf_function"]))
+    stale = _lesson_with(f"It gained <!--fig 03.{record}-->123456x<!--/fig-->.")
+    assert any("the runs say" in p for p in stale), stale
+
+
+def test_a_claim_must_say_whose_and_a_mark_must_not_open_a_line():
+    assert any("whose it is" in p for p in _lesson_with("It is <!--claim-->about 10x<!--/claim--> faster."))
+    assert not _lesson_with("The article claims <!--claim-->about 10x<!--/claim-->.")
+    assert any("opens a line" in p for p in _lesson_with("<!--def-->10 ms<!--/def--> per read."))
+
+
+SYNTHETIC = {"profiles": {
+    "full": {"03_x": {"loop": {"low": 19.91, "high": 29.48, "runs": 5, "faster": 5, "slower": 0, "none": 0,
+                               "baseline": [0.0121, 0.0152], "candidate": [0.00061, 0.0007]},
+                      "mixed": {"low": 0.88, "high": 1.3, "runs": 5, "faster": 2, "slower": 1, "none": 2},
+                      "once": {"low": 2.0, "high": 2.0, "runs": 1, "faster": 1, "slower": 0, "none": 0}}},
+    "reduced": {"03_x": {"loop": {"low": 28.5, "high": 35.4, "runs": 5, "faster": 5, "slower": 0, "none": 0}}}}}
+
+
+@pytest.mark.parametrize("key, shown", [
+    ("03.loop", "19.9-29.5x"),
+    ("03.loop@reduced", "28.5-35.4x"),
+    ("03.loop:runs", "5"),
+    ("03.loop:words", "faster in all 5 recorded runs"),
+    ("03.mixed:words", "faster in 2, slower in 1 and no measurable difference in 2 of the 5 recorded runs"),
+    ("03.loop:baseline", "12-15 ms"),
+    ("03.loop:candidate", "610-700 us"),
+    ("03.loop:gain", "1891-2848%"),
+    ("03.mixed:saved", "-14% to 23%"),
+    ("threshold:train_step_is_faster", "3x"),
+])
+def test_each_format_renders_from_the_recorded_runs(key, shown):
+    assert figures.render(key, "03_x", SYNTHETIC, {"train_step_is_faster": 3.0}) == shown
+
+
+def test_one_run_is_not_a_range_and_an_unknown_format_is_an_error():
+    with pytest.raises(figures.FigureError, match="two or more"):
+        figures.render("03.once", "03_x", SYNTHETIC, {})
+    with pytest.raises(figures.FigureError, match="unknown format"):
+        figures.render("03.loop:median", "03_x", SYNTHETIC, {})
+
+
+def test_rendering_is_idempotent_and_fills_the_marks():
+    nb = {"cells": [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "It gained <!--fig 03.loop-->?<!--/fig-->."}]}
+    once = figures.rendered(nb, "03_x", SYNTHETIC)
+    assert notebook.source(once["cells"][0]) == "It gained <!--fig 03.loop-->19.9-29.5x<!--/fig-->."
+    assert figures.rendered(once, "03_x", SYNTHETIC) == once
+
+
+def test_a_run_of_other_code_does_not_count(tmp_path, monkeypatch):
+    """A lesson whose code changed since its runs loses them: its figures cannot render until it is recorded again."""
+    run = {"date": "2026-01-01", "profile": "full", "environment": {}, "code": {"03_tf_function": "0000000000000000"},
+           "seconds": {}, "lessons": {"03_tf_function": {"loop": {"speedup": 2.0, "ci": [1.5, 2.5], "baseline": 1.0, "candidate": 0.5}}}}
+    folder = tmp_path / "docs" / "runs" / "full"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text(json.dumps(run))
+    monkeypatch.setattr(ranges, "runs_folder", lambda course: tmp_path / "docs" / "runs")
+    assert ranges.current_runs(COURSE) == {}
+    run["code"]["03_tf_function"] = ranges.fingerprints(COURSE)["03_tf_function"]
+    (folder / "a.json").write_text(json.dumps(run))
+    assert len(ranges.current_runs(COURSE)["full"]["03_tf_function"]) == 1
