@@ -38,6 +38,9 @@ class GradingConfig:
     backend: str = dataclasses.field(default="auto", metadata={
         "help": "auto (bubblewrap, refusing when it cannot run), bubblewrap, or none", "option": "--no-sandbox",
         "trait": "SandboxedExecute.backend"})
+    skip_demonstrations: bool = dataclasses.field(default=True, metadata={
+        "help": "leave out the demonstrations no answer or test reads (tfperf_lab.course.skipping): a graded run's "
+                "outputs then show them as not run", "trait": "SandboxedExecute.skip_demonstrations"})
     cores_per_pinned_worker: int = dataclasses.field(default=2, metadata={
         "help": "cores each worker gets on a machine of 4 cores or more (its sandbox, reference process and timer run "
                 "there and measure without pausing anyone)"})

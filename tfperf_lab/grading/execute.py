@@ -21,9 +21,9 @@ import time
 from nbformat import from_dict
 from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 
-from ..course import Course
+from ..course import Course, skipping
 from ..course.config import DEFAULTS, GradingConfig
 from ..isolation import sandbox
 from . import untrusted
@@ -120,6 +120,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     backend = Unicode(DEFAULTS.backend, help=_help("backend")).tag(config=True)
     memory_mb = Integer(DEFAULTS.memory_mb, help=_help("memory_mb")).tag(config=True)
     processes = Integer(DEFAULTS.processes, help=_help("processes")).tag(config=True)
+    skip_demonstrations = Bool(DEFAULTS.skip_demonstrations, help=_help("skip_demonstrations")).tag(config=True)
     course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
     records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
 
@@ -136,7 +137,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         scratch = directory.parent / "sandbox"
         from ..speed.judge import JudgeUnavailable
 
-        job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=json.loads(json.dumps(nb)), limits=limits,
+        sent = json.loads(json.dumps(nb))
+        skipped = _leave_out_demonstrations(course, lesson_id, sent) if self.skip_demonstrations else {}
+        job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=sent, limits=limits,
                   backend=self.backend, scratch=str(scratch))
         try:
             done = run(job)
@@ -155,9 +158,35 @@ class SandboxedExecute(NbGraderPreprocessor):
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
+        _put_back(executed, skipped)
         if done.judged:
             enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), done.records, done.judge_notes)
         return executed, resources
+
+
+def _leave_out_demonstrations(course: Course, lesson_id: str, sent: dict) -> dict[str, str]:
+    """Empty the demonstration cells of the notebook about to be sent (`tfperf_lab.course.skipping`: cells no answer or
+    test reads; an empty cell does not run); returns cell id -> its text, which `_put_back` restores afterwards."""
+    try:
+        source = course.lesson(lesson_id).source_notebook()
+    except LookupError:
+        return {}
+    ids = skipping.skippable(source, sent)
+    kept = {}
+    for cell in sent["cells"]:
+        if cell.get("id") in ids:
+            kept[cell["id"]] = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"], cell["outputs"] = "", []
+    return kept
+
+
+def _put_back(executed, skipped: dict[str, str]) -> None:
+    """The left-out cells get their text back and one output saying they were not run (whatever the sandbox sent)."""
+    for cell in executed.cells:
+        if cell.get("id") in skipped:
+            cell.source = skipped[cell["id"]]
+            cell.outputs = [from_dict({"output_type": "stream", "name": "stdout", "text": f"[{skipping.SKIPPED_NOTE}]\n"})]
+            cell.execution_count = None
 
 
 def enforce_verdicts(executed, checks: dict[str, list[str]], records: list, notes: list[str]) -> None:
