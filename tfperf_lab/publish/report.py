@@ -115,11 +115,12 @@ def run(course: Course, lesson_ids: list[str] | None = None, *, out: pathlib.Pat
     chosen = course.select(lesson_ids)
     out = pathlib.Path(out).resolve()  # the kernels run elsewhere: a relative path would point into their scratch folders
     out.mkdir(parents=True, exist_ok=True)
-    began, results = time.monotonic(), []
+    began, results, fingerprints = time.monotonic(), [], {}
     for lesson in tqdm(chosen, desc="course", unit="lesson", disable=not progress):
         records = out / f"{lesson.id}.records.jsonl"
         records.unlink(missing_ok=True)
         started = time.monotonic()
+        code = notebook.code_fingerprint(notebook.read(lesson.source))  # of the code that runs, read before it runs
         errors = execute(lesson, records, profile=profile, progress=progress)
         try:
             measured = load_records(records)
@@ -128,6 +129,7 @@ def run(course: Course, lesson_ids: list[str] | None = None, *, out: pathlib.Pat
         if not measured and not errors:
             errors.append(f"{lesson.id} recorded no measurements (no {records.name} was written)")
         results.append((lesson, measured, errors, time.monotonic() - started))
+        fingerprints[lesson.id] = code
         records.unlink(missing_ok=True)  # kept in course-report.json
     total = time.monotonic() - began
     everything = [item.to_dict() | {"label": f"{lesson.id[:2]} {item.name}"} for lesson, records, _, _ in results for item in records]
@@ -140,7 +142,7 @@ def run(course: Course, lesson_ids: list[str] | None = None, *, out: pathlib.Pat
     report = out / "course-report.md"
     report.write_text(render(results, total, environment, "course-report.png"), encoding="utf-8")
     summary = {"date": datetime.datetime.now().strftime("%Y-%m-%d"), "total_seconds": round(total, 1), "environment": environment,
-               "lessons": [{"id": lesson.id, "code": notebook.code_fingerprint(notebook.read(lesson.source)), "seconds": round(seconds, 1),
+               "lessons": [{"id": lesson.id, "code": fingerprints[lesson.id], "seconds": round(seconds, 1),
                             "stated_seconds": stated_seconds(lesson, environment["profile"]),
                             "errors": errors, "records": [item.to_dict() for item in records]}
                            for lesson, records, errors, seconds in results]}
