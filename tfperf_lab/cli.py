@@ -137,11 +137,15 @@ def cmd_run(args) -> int:
         print("--runs N (N >= 1) repeats the run to keep N of them: use it with --keep-run", file=sys.stderr)
         return 2
     out = readme.example_folder(course) if args.example else pathlib.Path(args.out)
+    if args.profile == "both" and not args.keep_run:
+        print("--profile both records runs for the lessons' figures: use it with --keep-run", file=sys.stderr)
+        return 2
     failed = 0
-    for number in range(1, args.runs + 1):
-        if args.runs > 1:
-            print(f"run {number} of {args.runs}", flush=True)
-        path, clean = report.run(course, args.lessons or None, out=out, profile=args.profile)
+    profiles = ["full", "reduced"] if args.profile == "both" else [args.profile]
+    for number, profile in ((n, p) for n in range(1, args.runs + 1) for p in profiles):
+        if args.runs > 1 or len(profiles) > 1:
+            print(f"run {number} of {args.runs} ({profile} profile)", flush=True)
+        path, clean = report.run(course, args.lessons or None, out=out, profile=profile)
         print(path.read_text(encoding="utf-8"))
         print(f"report: {path}  plot: {path.with_suffix('.png')}")
         if args.example:
@@ -302,15 +306,17 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help=cmd_run.__doc__)
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
-    run.add_argument("--profile", choices=["reduced", "full"], default="reduced",
-                     help="reduced: grading-size workloads (default); full: the learner's sizes")
+    run.add_argument("--profile", choices=["reduced", "full", "both"], default="reduced",
+                     help="reduced: grading-size workloads (default); full: the learner's sizes; both (with --keep-run): "
+                          "each run records the two, one after the other")
     run.add_argument("--out", default="report", help="folder for course-report.md, .png and .json (default: report/ here)")
     run.add_argument("--example", action="store_true",
                      help="write to docs/example-report/ and regenerate the example block of docs/benchmarks.md (commit both)")
     run.add_argument("--keep-run", action="store_true",
                      help="keep this run's speedups in docs/runs/<profile>/ and rebuild tfperf/ranges.json (the ranges lessons quote)")
     run.add_argument("--runs", type=int, default=1,
-                     help="with --keep-run: run and keep this many times (lessons quote figures from 5 current runs a profile)")
+                     help="with --keep-run: run and keep this many times (lessons quote figures from 5 current runs a profile: "
+                          "`tfperf-lab run --profile both --keep-run --runs 5`)")
     run.set_defaults(func=cmd_run)
 
     ranges = sub.add_parser("ranges", help=cmd_ranges.__doc__)

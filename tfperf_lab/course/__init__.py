@@ -4,6 +4,8 @@
   `WorkFolder` (every path a grading run writes); re-exported here, so ``from tfperf_lab.course import Course``.
 - `notebook`: cell text, hidden-test regions, read-only cells, the names a cell binds.
 - `stamp`: the cells every lesson shares (setup, badges), stamped by ``tfperf-lab release``.
+- `figures`: the figures in a lesson's prose, rendered from recorded runs, claimed or defined (``tfperf-lab release``).
+- `skipping`: the demonstrations a graded run leaves out (no answer or test reads them).
 - `lint`: the rules a lesson notebook keeps (``tfperf-lab lint``).
 - `variants`: the registry of correct-but-unoptimized answers the tests and the flake campaigns grade.
 - `config`: the tool's settings in one typed place (`GradingConfig`, `DEFAULTS`) and the environment variables.

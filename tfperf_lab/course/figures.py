@@ -16,8 +16,8 @@ things, each written between two HTML comments (invisible in Jupyter, Colab and 
 - **a definition**: a constant of the lesson's code, arithmetic on one, a budget or a workload size:
   ``<!--def-->10 ms<!--/def-->``.
 
-Anything else is hand-typed, and `problems` reports it (``tests/test_figures.py`` runs it on every lesson and the
-README). Prose that interprets a measurement ("no measurable difference", "fragile") comes from a ``words`` figure,
+Anything else is hand-typed, and `problems` reports it (``tfperf-lab lint`` and ``tests/test_figures.py`` run it on
+every lesson; the test also reads the README's speedups). Prose that interprets a measurement ("no measurable difference", "fragile") comes from a ``words`` figure,
 never from a sentence typed beside it. A mark never opens a line (Markdown would read the whole line as raw HTML).
 """
 
@@ -241,24 +241,3 @@ def problems(nb: dict, lesson: str, ranges: dict, generated: tuple[str, ...] = (
         if cell["cell_type"] == "markdown":
             found += text_problems(notebook.source(cell), f"{lesson}, {cell.get('id')}", lesson, ranges, thresholds, generated)
     return found
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tfperf_lab.course.figures NOTEBOOK...``: print each notebook's figure problems."""
-    import sys
-
-    ranges = recorded()
-    problems_found = 0
-    for path in (argv if argv is not None else sys.argv[1:]):
-        path = pathlib.Path(path)
-        nb = notebook.read(path)
-        lesson = nb.get("metadata", {}).get("tfperf", {}).get("lesson", path.stem)
-        for problem in problems(nb, lesson, ranges):
-            print(problem)
-            problems_found += 1
-    print(f"{problems_found} figure problem(s)")
-    return 1 if problems_found else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
