@@ -118,7 +118,8 @@ CASES = [
          status={"scale_rejects_matrices": "timeout"}),
     Case("exception", lambda: tiny_course.append_to_answer(reference(), "fast_scale = None\nraise RuntimeError('half-finished answer')"),
          zero=ALL_AUTO),
-    Case("syntax_error", lambda: tiny_course.append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO),
+    Case("syntax_error", lambda: tiny_course.append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO,
+         note="has a syntax error at line"),  # named in the feedback, not only as the tests' NameErrors
     Case("sys_exit", lambda: tiny_course.append_to_answer(reference(), "import sys\nsys.exit(0)"), full=ALL_AUTO),
     Case("kernel_crash", lambda: tiny_course.append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, error="kernel died"),
     Case("tests_tampered", lambda: _edit(_edit(_delete(slow(), "scale_has_no_loop"), "scale_is_faster", source="pass"),

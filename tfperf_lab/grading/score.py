@@ -52,6 +52,28 @@ def cell_outcomes(executed: dict) -> dict[str, tuple[str, str]]:
     return outcomes
 
 
+SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+
+
+def syntax_errors(executed: dict) -> list[tuple[str, str, str]]:
+    """(cell, " at line N" or "", the error) for every cell Python could not read: ``("make_callable_solution",
+    " at line 4", "SyntaxError: invalid syntax")``. A cell with a syntax error defines nothing, so the tests after it
+    fail with a NameError that does not say why; the feedback says it from these."""
+    import re
+
+    found = []
+    for cell in executed["cells"]:
+        for output in cell.get("outputs", []) or []:
+            if output.get("output_type") == "error" and output.get("ename") in SYNTAX:
+                evalue = notebook.text(output.get("evalue", ""))
+                line = re.search(r"line (\d+)", evalue)
+                reason = re.sub(r"\s*\([^()]*line \d+\)$", "", evalue).strip() or output["ename"]
+                name = notebook.nbgrader_meta(cell).get("grade_id") or cell.get("id") or "?"
+                found.append((name, f" at line {line.group(1)}" if line else "", f"{output['ename']}: {reason[:200]}"))
+                break
+    return found
+
+
 def manual_scores(work: WorkFolder, course: Course, lesson_id: str, student: str) -> dict[str, float | None]:
     """grade_id -> manual score in the gradebook now (taken before autograding, to put back anything that changed)."""
     try:
@@ -121,6 +143,14 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         _withhold_for_review(gradebook, lesson, result, staged.review, staged.notebook)
         decisions.apply(gradebook, work, lesson, result, staged.sha256)
         gradebook.db.commit()
+    broken = syntax_errors(notebook.read(autograded)) if finished else []
+    for name, line, reason in broken:
+        result.notes.append(f"cell {name} has a syntax error{line}: {reason}. Python could not read the cell, so nothing it "
+                            "defines exists, and every test that uses it fails with a NameError")
+    if broken:
+        for cell in result.cells:
+            if cell.status == "error" and cell.message.startswith("NameError"):
+                cell.message += f" (cell {broken[0][0]} has a syntax error{broken[0][1]})"
     timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
     if timed_out:
         result.notes.append(f"cells that ran out of time (stopped, scored 0, the rest graded): {', '.join(timed_out)}")
