@@ -36,6 +36,7 @@ class Execution:
     judge_notes: list = dataclasses.field(default_factory=list)
     attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
     warnings: list = dataclasses.field(default_factory=list)  # limits that do not hold here (tfperf_lab.isolation.sandbox)
+    machine: list = dataclasses.field(default_factory=list)  # the grading machine's faults: the row is the machine's, graded again
 
 
 _ENTRY = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ", flags=re.M)
@@ -94,4 +95,4 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
                      run.get("seconds", 0.0), run.get("inside") or {},
                      files.verdicts.read_text(encoding="utf-8") if run.get("judged") and files.verdicts.exists() else "",
                      bool(run.get("judged")), list(run.get("judge_notes") or []), int(run.get("attempts") or 1),
-                     list(run.get("warnings") or []))
+                     list(run.get("warnings") or []), list(run.get("machine") or []))

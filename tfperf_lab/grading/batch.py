@@ -113,7 +113,10 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
             result.feedback = feedback(course, work, staged.lesson.id, staged.student)
         except RuntimeError as error:
             result.notes.append(str(error))
-    save_state(work, staged, result)
+    if result.machine:  # never kept as finished: the next plain `grade` grades it again
+        work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
+    else:
+        save_state(work, staged, result)
     result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
                      "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
                      "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),

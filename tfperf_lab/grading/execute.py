@@ -23,7 +23,7 @@ from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
-from ..course import Course, skipping
+from ..course import Course, CourseNotFound, skipping
 from ..course.config import DEFAULTS, GradingConfig
 from ..isolation import sandbox
 from . import untrusted
@@ -143,8 +143,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                   backend=self.backend, scratch=str(scratch))
         try:
             done = run(job)
-        except JudgeUnavailable as error:  # nothing ran: say exactly why (the result's "problem")
-            files.run.write_text(json.dumps({"problem": str(error), "finished": time.time()}), encoding="utf-8")
+        except (JudgeUnavailable, sandbox.SandboxUnavailable, CourseNotFound) as error:  # nothing ran: the machine's fault
+            problem = f"{type(error).__name__}: {error}"
+            files.run.write_text(json.dumps({"problem": problem, "machine": [problem], "finished": time.time()}), encoding="utf-8")
             raise
         outcome = done.outcome
         files.records.write_text(outcome.records, encoding="utf-8")
@@ -152,7 +153,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         files.run.write_text(json.dumps({
             "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
             "limit": limit, "finished": time.time(), "judged": done.judged, "judge_notes": done.judge_notes,
-            "warnings": outcome.warnings, "where": done.where, "attempts": done.attempts}), encoding="utf-8")
+            "warnings": outcome.warnings, "where": done.where, "attempts": done.attempts, "machine": done.machine}), encoding="utf-8")
         files.log.write_text(outcome.log + (f"\n[judge reference]\n{done.reference_log}" if done.judged else ""), encoding="utf-8")
         if outcome.notebook is None:
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")

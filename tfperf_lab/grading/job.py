@@ -43,6 +43,7 @@ class JobDone:
     reference_log: str
     where: str = "here"
     attempts: int = 1
+    machine: list = dataclasses.field(default_factory=list)  # the grading machine's faults: graded again, never scored
 
     @property
     def verdicts(self) -> str:
@@ -63,7 +64,7 @@ def run_job(job: Job) -> JobDone:
                               lesson_files=course.sources / job.lesson_id if (course.sources / job.lesson_id).is_dir() else None,
                               judge=judge)
     return JobDone(outcome, judge is not None, list(judge.records) if judge else [], list(judge.notes) if judge else [],
-                   judge.reference_log if judge else "")
+                   judge.reference_log if judge else "", machine=list(judge.machine_faults) if judge else [])
 
 
 def run(job: Job) -> JobDone:

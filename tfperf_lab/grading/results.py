@@ -13,6 +13,10 @@ import pathlib
 from tfperf.report import Record
 
 
+MACHINE = ("the grading machine's fault, not the notebook's (graded again by the next `tfperf-lab grade` once the "
+           "machine is fixed)")
+
+
 @dataclasses.dataclass
 class CellResult:
     """One graded cell: ``status`` is passed, failed, error, timeout, missing, not run, manual, review (withheld until
@@ -49,6 +53,9 @@ class SubmissionResult:
     # applied), "status", "message", "findings" (["cell C line N", ...])}; what `tfperf-lab review --accept` pays
     withheld: dict[str, dict] = dataclasses.field(default_factory=dict)
     decision: dict | None = None  # a person's review decision: {"decision": accepted|rejected, "by", "at"} (tfperf_lab.grading.decisions)
+    # the grading machine's faults (no course, no sandbox, no freezer, no reference process): the row is the machine's,
+    # never the student's; it is not saved as finished, so the next `tfperf-lab grade` grades it again
+    machine: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -60,7 +67,10 @@ class SubmissionResult:
 
     @property
     def status(self) -> str:
-        """The CSV's status column: the error, or graded (saying so when no sandbox isolated the run)."""
+        """The CSV's status column: the grading machine's fault, the error, or graded (saying so when no sandbox isolated
+        the run)."""
+        if self.machine:
+            return f"{MACHINE}: {'; '.join(self.machine)}"
         if self.error:
             return self.error
         status = "graded without a sandbox (--no-sandbox)" if self.sandbox == "none" else "graded"
@@ -82,7 +92,9 @@ class SubmissionResult:
     def lines(self) -> list[str]:
         """A readable per-cell report."""
         head = f"{self.lesson} ({self.student}): "
-        if self.error:
+        if self.machine:
+            lines = [head + f"NOT GRADED, {MACHINE}: " + "; ".join(self.machine)]
+        elif self.error:
             lines = [head + f"NOT GRADED: {self.error}"]
         else:
             manual = sum(cell.max_score for cell in self.cells if cell.kind == "manual")

@@ -105,7 +105,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         unreadable = None  # the notebook's records no longer decide anything
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
                               sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review],
-                              attempts=execution.attempts)
+                              attempts=execution.attempts, machine=list(execution.machine))
     if unreadable:
         result.notes.append(unreadable)
     result.notes += [str(note) for note in execution.judge_notes]

@@ -159,6 +159,7 @@ class Judge:
         self.current: int | None = None  # index of the cell the runner is executing
         self.group = None  # the sandbox's cgroup, to freeze while the baseline runs
         self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (set by tfperf_lab.isolation.sandbox.run)
+        self.machine_faults: list[str] = []  # checks left unmeasured by the grading machine's fault, never the notebook's
         self._environment = environment
         self._waiting: dict[str, Side] = {}
         self._ready = threading.Condition()
@@ -289,7 +290,7 @@ class Judge:
             self.served.add(side.name)
             unavailable = self._ensure_reference()
             if unavailable:
-                self._not_measured(side.name, unavailable, side)
+                self._not_measured(side.name, unavailable, side, machine=True)
                 continue
             self._judge(side)
 
@@ -326,13 +327,13 @@ class Judge:
         reference = self._reference_side(name)
         if reference is None:
             self._not_measured(name, "not measured: the grader's reference process did not reach this check (a course problem: "
-                                     "tell your instructor)", candidate)
+                                     "tell your instructor)", candidate, machine=True)
             return
         options = timing.CheckOptions.of(reference.hello.get("options") or {})
         if self.cannot_freeze and not options.own_baseline:
             self._not_measured(name, f"not measured: this grading machine cannot freeze the learner's sandbox while the reference "
                                      f"runs ({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the "
-                                     f"grading machine, not of the notebook: tell your instructor", candidate, reference)
+                                     f"grading machine, not of the notebook: tell your instructor", candidate, reference, machine=True)
             return
         alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
         with contextlib.ExitStack() as turn:
@@ -369,9 +370,12 @@ class Judge:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _not_measured(self, name: str, reason: str, *sides: Side) -> None:
-        """A check this judge gives no verdict on: the note the report shows, and the reason each waiting side hears."""
+    def _not_measured(self, name: str, reason: str, *sides: Side, machine: bool = False) -> None:
+        """A check this judge gives no verdict on: the note the report shows, and the reason each waiting side hears;
+        ``machine``: the grading machine's fault (the submission is graded again, never scored for it)."""
         self.notes.append(f"speed check {name}: {reason}")
+        if machine:
+            self.machine_faults.append(f"speed check {name}: {reason}")
         for side in sides:
             side.close({"passed": False, "reason": reason})
 
