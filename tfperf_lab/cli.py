@@ -76,7 +76,7 @@ def cmd_check(args) -> int:
                          feedback_to=pathlib.Path(args.feedback) if args.feedback else None, timeout=args.timeout,
                          backend="none" if args.no_sandbox else "auto")
     print("\n".join(result.lines()))
-    return 1 if result.error else 0
+    return 1 if result.error or result.machine else 0
 
 
 def cmd_grade(args) -> int:
@@ -100,6 +100,11 @@ def cmd_grade(args) -> int:
     if args.no_sandbox:
         print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}")
+    faulty = [result for result in results if result.machine]
+    if faulty:
+        print(f"tfperf-lab: {len(faulty)} submission(s) not graded by the grading machine's fault (the rows say why); fix the "
+              "machine and run the same command again: it grades only those", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -125,6 +130,43 @@ def cmd_review(args) -> int:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 1
     print("\n".join(said))
+    return 0
+
+
+def cmd_regrade(args) -> int:
+    """Judge one graded submission's speed checks N more times (an appeal): every verdict, its raw rounds and the
+    machine's state go to WORK/appeals/STUDENT/LESSON/; no grade changes."""
+    from .grading import appeal
+
+    course = _course(args)
+    work = _work(args, course)
+    try:
+        lesson_id = course.lesson(args.lesson).id
+        folder = appeal.regrade(course, work, args.student, lesson_id, runs=args.runs, check=args.check,
+                                backend="none" if args.no_sandbox else "auto")
+    except (appeal.AppealError, LookupError) as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
+    print((folder / "appeal.md").read_text(encoding="utf-8"))
+    print(f"appeal bundle: {folder}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    """Write a graded work folder's grades as the files Canvas, Gradescope or PrairieLearn import (nothing runs again)."""
+    from .grading import exports
+
+    course = _course(args)
+    work = _work(args, course)
+    try:
+        written = exports.export(course, work, args.to, out=pathlib.Path(args.out) if args.out else None,
+                                 roster=pathlib.Path(args.roster) if args.roster else None)
+    except exports.ExportError as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
+    for note in written.notes:
+        print(f"note: {note}")
+    print(written.summary())
     return 0
 
 
@@ -303,6 +345,25 @@ def parser() -> argparse.ArgumentParser:
     review.add_argument("--by", help="who decides (default: your user name)")
     review.add_argument("--csv", help="the grades CSV to rewrite (default: WORK/grades.csv)")
     review.set_defaults(func=cmd_review)
+
+    export = sub.add_parser("export", help=cmd_export.__doc__)
+    export.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
+    export.add_argument("--to", required=True, choices=["canvas", "gradescope", "prairielearn"],
+                        help="canvas: OUT/canvas/grades.csv (Grades > Import); gradescope, prairielearn: "
+                             "OUT/<platform>/<student>/<lesson>/results.json")
+    export.add_argument("--out", help="where to write (default: WORK/exports)")
+    export.add_argument("--roster", help="with --to canvas: Canvas's gradebook export (Grades > Export), to give each row its "
+                                         "Canvas ID, matched on SIS Login ID, SIS User ID or name = the submission folder's name")
+    export.set_defaults(func=cmd_export)
+
+    regrade = sub.add_parser("regrade", help=cmd_regrade.__doc__)
+    regrade.add_argument("student", help="the student's folder name, as in the CSV")
+    regrade.add_argument("lesson", help="the lesson id (or its number)")
+    regrade.add_argument("--runs", type=int, default=5, help="how many more times to grade it (default 5)")
+    regrade.add_argument("--check", help="report only this speed check (the notebook runs whole every time)")
+    regrade.add_argument("--work", help="the work folder the class was graded into (default: the course's .work/)")
+    regrade.add_argument("--no-sandbox", action="store_true", help="grade without a sandbox (where bubblewrap cannot run)")
+    regrade.set_defaults(func=cmd_regrade)
 
     run = sub.add_parser("run", help=cmd_run.__doc__)
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

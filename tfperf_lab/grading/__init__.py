@@ -9,5 +9,8 @@
 4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`).
 
 `untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors). Also here,
-because they grade: `exchange` (nbgrader's JupyterHub exchange) and `flake` (a flake campaign grades answers many times). The only folder that imports nbgrader; it uses every folder below it.
+because they grade: `exchange` (nbgrader's JupyterHub exchange), `flake` (a flake campaign grades answers many times),
+`appeal` (``tfperf-lab regrade``: a contested submission's speed checks judged N more times, an appeal bundle) and
+`exports` (``tfperf-lab export``: a graded work folder's grades for Canvas, Gradescope and PrairieLearn). The only
+folder that imports nbgrader; it uses every folder below it.
 """
