@@ -4,10 +4,15 @@ on v1 and v2, a freeze that cannot complete raising, and limits that do not hold
 cgroup v2 runs here even on a v1 machine: as root, in a private mount namespace (``unshare -m``), a cgroup2 file system
 is mounted on a temporary folder. Its root lists only the controllers v1 does not hold (no memory, no pids) and
 delegates none: the "not delegated" case. Freezing needs no controller on v2, so it is real there.
+
+The limit values the job's groups get (memory in bytes, no swap, the process count; v1 and v2) are read back from a fake
+cgroup file system (`cgroup_scenarios.FakeCgroupFS`, which parses and rounds them as a kernel does) and, on v1, as root,
+from the kernel; the cores and file-size limit from what the sandbox's launcher gives the process it starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -221,3 +226,167 @@ def test_a_job_left_frozen_by_a_grader_that_died_is_thawed_killed_and_removed_an
         for controller in sandbox.V1_CONTROLLERS:
             if (pathlib.Path("/sys/fs/cgroup") / controller / parent).is_dir():
                 (pathlib.Path("/sys/fs/cgroup") / controller / parent).rmdir()
+
+
+# -- the limit values written, read back as a kernel stores them ---------------------------------------------------
+# This machine runs cgroup v1, whose hierarchies hold memory and pids: no v2 hierarchy here has those controllers, so the
+# v2 values are checked on a fake cgroup2 file system (cgroup_scenarios.FakeCgroupFS: a kernel's parsing, page rounding
+# and delegation rules, in a plain folder), and the v1 values on both the fake and, as root, the real kernel.
+ODD = sandbox.Limits(memory_mb=1536, processes=97)  # not the defaults: the job's own limits must be the ones written
+GiB6, GiB1_5 = 6 * 2**30, 1536 * 2**20
+
+
+@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+@pytest.mark.parametrize("swap", [True, False], ids=["swap-accounting", "no-swap-accounting"])
+def test_v2_writes_memory_in_bytes_no_swap_and_the_process_count(tmp_path, monkeypatch, limits, memory_bytes, swap):
+    fake = cgroup_scenarios.FakeCgroupFS(tmp_path / "cg2", swap=swap).install(monkeypatch)
+    group = sandbox._Cgroup("values", limits, root=fake.root, parent="tfperf-test", base=fake.root)
+    leaf = fake.root / "tfperf-test" / "job-values"
+    assert group.kind == "v2" and group.folders == [leaf] and group.missing == [], group.missing
+    assert group.limited == ["memory", "pids"] and group.memory_limited
+    assert fake.read("tfperf-test/job-values/memory.max") == str(memory_bytes)
+    assert fake.read("tfperf-test/job-values/pids.max") == str(limits.processes)
+    if swap:  # no swapping past the memory limit
+        assert fake.read("tfperf-test/job-values/memory.swap.max") == "0"
+    else:  # absent without swap accounting: not written, and the group is still made
+        assert not (leaf / "memory.swap.max").exists()
+    # the controllers reach the leaf through every ancestor, and nothing else is enabled or written
+    assert fake.enabled() == ["memory", "pids"] and fake.enabled("tfperf-test") == ["memory", "pids"]
+    assert fake.enabled("tfperf-test/job-values") == [] and fake.read("tfperf-test/job-values/cgroup.controllers") == "memory pids"
+    assert [path for path, _ in fake.writes] == [
+        "cgroup.subtree_control", "cgroup.subtree_control", "tfperf-test/cgroup.subtree_control", "tfperf-test/cgroup.subtree_control",
+        "tfperf-test/job-values/memory.max", *(["tfperf-test/job-values/memory.swap.max"] if swap else []),
+        "tfperf-test/job-values/pids.max"], fake.writes  # no cpu.max, no cpuset.cpus: cores are pinned by the launcher
+    assert group.freeze_file == leaf / "cgroup.freeze" and fake.read("tfperf-test/job-values/cgroup.freeze") == "0"
+    group.freeze()
+    assert fake.read("tfperf-test/job-values/cgroup.freeze") == "1"
+    group.thaw()
+    assert fake.read("tfperf-test/job-values/cgroup.freeze") == "0"
+    group.remove()
+    assert not leaf.exists() and (fake.root / "tfperf-test").is_dir(), "the job's leaf goes, our parent group stays"
+
+
+def test_v2_with_only_memory_delegated_limits_memory_and_says_pids_is_not(tmp_path, monkeypatch):
+    fake = cgroup_scenarios.FakeCgroupFS(tmp_path / "cg2", controllers=("cpu", "memory")).install(monkeypatch)
+    group = sandbox._Cgroup("partial", ODD, root=fake.root, parent="tfperf-test", base=fake.root)
+    assert group.limited == ["memory"] and fake.read("tfperf-test/job-partial/memory.max") == str(GiB1_5)
+    assert not (fake.root / "tfperf-test" / "job-partial" / "pids.max").exists()
+    assert [m.split(":")[0] for m in group.missing] == ["pids"] and "pids controller is not available" in group.missing[0]
+
+
+@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+def test_v1_writes_memory_in_bytes_and_the_process_count(tmp_path, monkeypatch, limits, memory_bytes):
+    fake = cgroup_scenarios.FakeCgroupFS.v1(tmp_path / "cg1").install(monkeypatch)
+    monkeypatch.setattr(sandbox, "_own_cgroup", lambda controller: None)  # each hierarchy's root is ours, as for root
+    group = sandbox._Cgroup("values", limits, root=fake.root, parent="tfperf-test")
+    job = "tfperf-test/job-values"
+    assert group.kind == "v1" and group.missing == [] and group.limited == ["memory", "pids"], group.missing
+    assert group.folders == [fake.root / controller / job for controller in ("memory", "pids", "freezer")]
+    assert fake.read(f"memory/{job}/memory.limit_in_bytes") == str(memory_bytes)
+    assert fake.read(f"pids/{job}/pids.max") == str(limits.processes)
+    assert [path for path, _ in fake.writes] == [f"memory/{job}/memory.limit_in_bytes", f"pids/{job}/pids.max"], fake.writes
+    assert group.freeze_file == fake.root / "freezer" / job / "freezer.state"
+    group.freeze()
+    assert fake.read(f"freezer/{job}/freezer.state") == "FROZEN"
+    group.thaw()
+    assert fake.read(f"freezer/{job}/freezer.state") == "THAWED"
+
+
+V1_LIMITS = pathlib.Path("/sys/fs/cgroup")
+needs_v1_limits = pytest.mark.skipif(not all((V1_LIMITS / c / "cgroup.procs").exists() for c in sandbox.V1_CONTROLLERS),
+                                     reason="no cgroup v1 memory, pids and freezer hierarchies on this machine")
+
+
+@needs_root
+@needs_v1_limits
+@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+def test_v1_limits_read_back_from_the_kernel(limits, memory_bytes):
+    parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
+    group = sandbox._Cgroup(uuid.uuid4().hex[:8], limits, parent=parent)
+    try:
+        assert group.kind == "v1" and group.missing == [], group.missing
+        by_hierarchy = {folder.parent.parent.name: folder for folder in group.folders}
+        assert (by_hierarchy["memory"] / "memory.limit_in_bytes").read_text().strip() == str(memory_bytes)
+        assert (by_hierarchy["pids"] / "pids.max").read_text().strip() == str(limits.processes)
+    finally:
+        group.remove()
+        for controller in sandbox.V1_CONTROLLERS:
+            if (V1_LIMITS / controller / parent).is_dir():
+                (V1_LIMITS / controller / parent).rmdir()
+
+
+@needs_root
+@needs_v1_limits
+def test_the_fake_reads_limits_back_as_this_kernel_does():
+    """The fake's parsing and page rounding (what the v2 tests rest on) against the real kernel's, through v1's files."""
+    group = V1_LIMITS / "memory" / f"tfperf-test-{uuid.uuid4().hex[:8]}"
+    pids = V1_LIMITS / "pids" / group.name
+    group.mkdir()
+    pids.mkdir()
+    try:
+        for text in ("6442450944", "6144", "6144M", "6g", "0x1000", "010", "4097", "-1", "1.5G", "max"):
+            try:
+                (group / "memory.limit_in_bytes").write_text(text)
+                kernel = (group / "memory.limit_in_bytes").read_text().strip()
+            except OSError as error:
+                kernel = error.errno
+            try:
+                fake = cgroup_scenarios.memparse(text, "-1")
+            except OSError as error:
+                fake = error.errno
+            assert fake == kernel, f"memory.limit_in_bytes {text!r}: the kernel reads back {kernel!r}, the fake {fake!r}"
+        for text in ("1", "512", "max", "-1", "abc"):
+            try:
+                (pids / "pids.max").write_text(text)
+                kernel = (pids / "pids.max").read_text().strip()
+            except OSError as error:
+                kernel = error.errno
+            try:
+                fake = cgroup_scenarios.pids_max(text)
+            except OSError as error:
+                fake = error.errno
+            assert fake == kernel, f"pids.max {text!r}: the kernel reads back {kernel!r}, the fake {fake!r}"
+    finally:
+        group.rmdir()
+        pids.rmdir()
+
+
+@contextlib.contextmanager
+def _affinity(cores: set[int]):
+    """Run the next lines with this thread (and so the processes it starts) on ``cores``, then put the affinity back."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or not {0, 1} <= os.sched_getaffinity(0), reason="needs cores 0 and 1 (Linux)")
+@pytest.mark.parametrize("kind,cpus,inherited,cores", [("v2", (0, 1), {0}, [0, 1]), ("v1", (1,), {0, 1}, [1]),
+                                                       ("v2", None, {1}, [1])], ids=["v2-both-cores", "v1-one-core", "v2-unpinned"])
+def test_the_job_runs_in_its_groups_on_its_cores_with_its_file_size_limit(tmp_path, monkeypatch, kind, cpus, inherited, cores):
+    """`sandbox.run` end to end with a fake cgroup tree and a probe for a notebook (no kernel): the launcher joins every
+    group of the job, pins the cores (started from other cores than asked, so a dropped pin shows), caps file size, and
+    sets no address-space stand-in where a cgroup limits memory."""
+    import resource
+
+    root = tmp_path / "cg"
+    fake = (cgroup_scenarios.FakeCgroupFS(root) if kind == "v2" else cgroup_scenarios.FakeCgroupFS.v1(root)).install(monkeypatch)
+    limits = sandbox.Limits(wall_seconds=60, memory_mb=1536, processes=97, file_mb=3, cpus=cpus)
+    with _affinity(inherited):
+        found = cgroup_scenarios.run_limits(fake, tmp_path / "scratch", limits, monkeypatch)
+    command, probe = found["command"], found["probe"]
+    launcher = command[:command.index("--")]
+    assert probe["cores"] == cores, (probe, launcher)
+    assert ("--cpus" in launcher) == (cpus is not None), launcher
+    if cpus is not None:
+        assert launcher[launcher.index("--cpus") + 1] == ",".join(map(str, cpus)), launcher
+    assert probe["file_size"] == 3 * 2**20, probe
+    assert "--memory" not in launcher, "memory is the cgroup's to limit: no RLIMIT_AS stand-in"
+    assert probe["address_space"] == resource.getrlimit(resource.RLIMIT_AS)[0], probe  # this process's, inherited
+    hierarchies = ["memory", "pids", "freezer"] if kind == "v1" else [""]
+    leaves = [pathlib.Path(root, h, "tfperf-test") for h in hierarchies]
+    assert len(probe["procs"]) == len(hierarchies) and all(pids == [str(probe["pid"])] for pids in probe["procs"].values()), probe
+    assert all(pathlib.PurePath(path).parent.parent in leaves for path in probe["procs"]), probe["procs"]
+    assert found["warnings"] == [] and found["left"] == [], found

@@ -99,7 +99,8 @@ def cmd_grade(args) -> int:
         print("\n".join(result.lines()))
     if args.no_sandbox:
         print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
-    print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}")
+    print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
+          f"class page: {work.root / 'class' / 'index.html'}")
     faulty = [result for result in results if result.machine]
     if faulty:
         print(f"tfperf-lab: {len(faulty)} submission(s) not graded by the grading machine's fault (the rows say why); fix the "

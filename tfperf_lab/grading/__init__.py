@@ -6,7 +6,8 @@
    `SandboxedExecute` runs the notebook as a `job` (sandbox plus judge, a `job.Job`) here or on a Dask cluster (`cluster`).
 3. `score`: points from the executed notebook, on the host; speed points only from the grader's verdicts; the review
    cells of the exercises a finding reaches withheld until a person's decision (`decisions`: ``tfperf-lab review``).
-4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`).
+4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`), and the
+   class page for the instructor (`classpage`: ``WORK/class/index.html``).
 
 `untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors). Also here,
 because they grade: `exchange` (nbgrader's JupyterHub exchange), `flake` (a flake campaign grades answers many times),

@@ -2,9 +2,9 @@
 
 `grade` finds ``FOLDER/<student>/<lesson>.ipynb`` files, stages each (a bad one lands on its own row and never stops
 the class), registers the lessons and students in the gradebook, autogrades with ``workers`` sandboxes at once (each
-pinned to its own cores), writes feedback and ``grades.csv``, and keeps a state file per submission so a stopped run
-resumes. `check` is a batch of one for a learner, in a temporary work folder. Every nbgrader step runs in this
-process; only the notebooks run elsewhere, in their sandboxes.
+pinned to its own cores), writes feedback, ``grades.csv`` and the class page (`classpage`: ``WORK/class/index.html``),
+and keeps a state file per submission so a stopped run resumes. `check` is a batch of one for a learner, in a
+temporary work folder. Every nbgrader step runs in this process; only the notebooks run elsewhere, in their sandboxes.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import queue
 import shutil
 import tempfile
 import time
+import warnings
 
 from nbgrader.api import Gradebook
 
-from . import autograde, decisions, job, score, settings, stage
+from . import autograde, classpage, decisions, job, score, settings, stage
 from . import untrusted
 from ..course.config import DEFAULTS
 from ..course import Course, WorkFolder
@@ -231,7 +232,12 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         results += _grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
                                  with_feedback=with_feedback, progress=progress, pinned=remote is None)
     results.sort(key=lambda r: (r.student, r.lesson))
-    write_csv(results, csv_path or work.grades_csv)
+    grades = write_csv(results, csv_path or work.grades_csv)
+    try:  # every row of the class, resumed ones too; workers only when some ran now
+        classpage.write(results, classpage.folder(work), course=course, workers=workers if queued else None,
+                        csv=grades)
+    except Exception as error:  # noqa: BLE001  (the grades are written: a page that cannot be drawn loses none)
+        warnings.warn(f"the class page could not be written: {type(error).__name__}: {error}", stacklevel=2)
     return results
 
 

@@ -166,6 +166,12 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     saved["result"] = result.to_dict()
     work.state(student, lesson.id).write_text(json.dumps(saved), encoding="utf-8")
     table = rewrite_csv(work, csv_path)
+    try:  # the class page follows the decision (its review list and pass rates)
+        from . import classpage
+
+        classpage.write(saved_results(work), classpage.folder(work), course=course, csv=table)
+    except Exception as error:  # noqa: BLE001  (the decision and the CSV stand: a page that cannot be drawn loses none)
+        said.append(f"the class page could not be written again: {type(error).__name__}: {error}")
     paid = ", ".join(f"{cell} {points:g}" for cell, points in record["paid"].items()) or "no cell was withheld"
     said.append(f"{lesson.id} ({student}): {decision} by {record['by']}; paid {paid}; {result.score:g} / {result.max_score:g} "
                 f"points autograded now")
