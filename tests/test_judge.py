@@ -103,10 +103,11 @@ def test_a_candidate_served_outside_its_cell_or_twice_is_not_measured(tiny, monk
 def test_a_check_never_served_is_named(tiny):
     referee, verdicts = _run(tiny, [])
     assert not referee.records and any("never served" in note for note in referee.notes), referee.notes
-    assert referee._reference is None, "no candidate came: the reference process (a second TensorFlow import) should never start"
+    # the reference process starts with the job (its import off the critical path) and is stopped when grading ends
+    assert referee._reference is None or referee._reference.poll() is not None, "the reference process outlived the grading"
 
 
-def test_the_reference_process_starts_with_the_first_candidate_and_a_failed_start_is_the_machines_fault(tiny, monkeypatch):
+def test_the_reference_process_starts_with_the_job_and_a_failed_start_is_the_machines_fault(tiny, monkeypatch):
     referee, verdicts = _run(tiny, [lambda v: v * 2])
     assert referee._reference is not None and verdicts[0]["passed"], (verdicts, referee.notes)
 

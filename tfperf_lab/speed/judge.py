@@ -185,7 +185,10 @@ class Judge:
                                    f"once fixed") from error
         with _ACTIVE_LOCK:
             _ACTIVE.add(self)
-        for target in (self._accept_references, self._accept_candidates):
+        # the reference process starts now, beside the kernel, so its TensorFlow import and fixture cells are off the
+        # critical path (issue 37); it waits at the first check, paused with this job whenever another judge measures.
+        # A failed start is tried again when a candidate says hello, and is then the machine's fault.
+        for target in (self._accept_references, self._accept_candidates, self._ensure_reference):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
             self._threads.append(thread)
