@@ -88,8 +88,6 @@ class _Cell:
         for child in ast.walk(node):  # assignments, for/with targets, walrus: any Name stored outside a def or class
             if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 self.binds.add(child.id)
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
 
 
 def _base_names(node: ast.AST) -> set[str]:
