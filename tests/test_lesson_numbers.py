@@ -232,7 +232,7 @@ def test_metrics_lesson_explains_the_second_trace_where_it_prints_it():
 
 @pytest.mark.parametrize("lesson, word, explained", [
     ("01_callable_handles", "executor", "runs the graph's ops"),
-    ("01_callable_handles", "bootstrap", "resample"),
+    ("01_callable_handles", "confidence sequence", "whatever round"),
     ("08_timeline_profiler", "all-reduce", "combines"),
 ])
 def test_jargon_is_explained_at_first_use(lesson, word, explained):

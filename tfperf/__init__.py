@@ -2,12 +2,12 @@
 
 One module per concern: `env` (setup, profile, fingerprint), `timing` (the harness), `data`
 (MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `selfcheck` (test
-cells that report themselves where nbgrader does not run), `report` (measurement records),
+cells that report themselves where nbgrader does not run), `report` (measurement records), `stats` (the interval and the rule that decides),
 `events` (TensorBoard event files read back), `trace` (timeline and profiler traces as plain
 records) and `units` (durations formatted for people). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, events, link, plots, report, selfcheck, timing, trace, units
+from . import checks, data, env, events, link, plots, report, selfcheck, stats, timing, trace, units
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -34,6 +34,7 @@ __all__ = [
     "record",
     "report",
     "selfcheck",
+    "stats",
     "timing",
     "trace",
     "units",

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import link, report, selfcheck, timing
+from . import link, report, selfcheck, stats, timing
 
 __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls", "harness_problems"]
 
@@ -29,7 +29,8 @@ __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "coun
 _HARNESS = {
     (module.__name__, name): getattr(module, name)
     for module, names in (
-        (timing, ("compare", "measure", "paired_rounds", "_run", "_caller", "_calibrate", "bootstrap_ci", "decided", "_block", "_CLOCK")),
+        (timing, ("compare", "measure", "paired_rounds", "_run", "_caller", "_calibrate", "_block", "_CLOCK")),
+        (stats, ("confidence_sequence", "decided", "needed", "e_value")),
         (report, ("record",)),
     )
     for name in names

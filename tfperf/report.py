@@ -41,16 +41,21 @@ class Record:
     environment: dict = dataclasses.field(default_factory=dict)
     time: float = 0.0
     format: int = FORMAT
+    # the decision rule that computed ``ci`` and stopped the rounds (`tfperf.stats.RULE`; "" for records written before
+    # rules had versions), and the rounds measured but not used, (position, baseline, candidate): with the kept samples
+    # in ``baseline`` and ``candidate`` they give every round in order, for a replay under another rule
+    rule: str = ""
+    dropped: tuple = ()
 
     @classmethod
     def of(cls, name: str, comparison: timing.Comparison, *, claim: str | None = None, technique: str | None = None) -> "Record":
         data = comparison.to_dict()
         return cls(name, float(data["speedup"]), (float(data["ci"][0]), float(data["ci"][1])), data["passed"], data["threshold"],
                    int(data["rounds"]), float(data["elapsed"]), claim, technique, data["baseline"], data["candidate"],
-                   data["environment"], time.time())
+                   data["environment"], time.time(), rule=data["rule"], dropped=tuple(tuple(d) for d in data["dropped"]))
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"ci": list(self.ci)}
+        return dataclasses.asdict(self) | {"ci": list(self.ci), "dropped": [list(d) for d in self.dropped]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=str)
@@ -67,6 +72,7 @@ class Record:
             values = {key: value for key, value in data.items() if key in known}
             values["ci"] = (float(data["ci"][0]), float(data["ci"][1]))
             values["speedup"] = float(data["speedup"])
+            values["dropped"] = tuple(tuple(d) for d in data.get("dropped") or ())
             return cls(**values)
         except (KeyError, TypeError, IndexError) as error:
             raise ValueError(f"not a measurement record ({error})") from None

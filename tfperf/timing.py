@@ -6,7 +6,8 @@ every number is taken the same way:
 * warm-up calls first, so tracing and graph construction are excluded;
 * each sample repeats the call `number` times, calibrated so a sample lasts ``sample_time``;
 * baseline and candidate samples are taken in pairs, the order alternating each round;
-* the speedup is the median of the per-round ratios, with a bootstrap confidence interval;
+* the speedup is the median of the per-round ratios, with a 95% confidence sequence (`tfperf.stats`): an interval
+  that stays valid however many rounds it is looked at after;
 * rounds are added while the interval is inconclusive, up to a time budget.
 
 Asynchronous work is counted: after every timed call the harness copies its outputs to host memory
@@ -32,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import env as _env
+from . import stats as _stats
 from .units import format_seconds
 from .units import pick_unit as _pick_unit
 
@@ -122,13 +124,18 @@ class Comparison:
     Attributes:
         baseline, candidate: The two timing results, sample ``i`` of each taken in round ``i``.
         ratios: Per-round speedups, baseline time / candidate time.
-        ci: Bootstrap confidence interval of the median ratio.
+        ci: Confidence sequence of the median ratio at the last round (`tfperf.stats.confidence_sequence`): valid
+            at whichever round the rounds stopped, so its level is what decided.
         confidence: Level of ``ci``.
         threshold: Speedup the candidate had to clear, if any.
         tolerance: Relative difference within which `compare` may stop adding rounds as "no difference" (a stopping
             rule only: the words a result allows are `words`, with no tolerance).
         elapsed: Wall seconds the comparison took, warm-up included.
         environment: The environment fingerprint (see `tfperf.env.fingerprint`).
+        rule: The decision rule's version (`tfperf.stats.RULE`) that computed ``ci`` and stopped the rounds.
+        dropped: Rounds measured but not used (the grader drops those a neighbour's burst landed on): (position among
+            all rounds, baseline seconds per call, candidate seconds per call). With the kept samples they give every
+            round in order, so a recorded comparison can be decided again under another rule (its replay).
     """
 
     baseline: TimingResult
@@ -140,6 +147,8 @@ class Comparison:
     tolerance: float = 0.05
     elapsed: float = 0.0
     environment: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    rule: str = _stats.RULE
+    dropped: tuple[tuple[int, float, float], ...] = ()
 
     @property
     def speedup(self) -> float:
@@ -241,7 +250,7 @@ class Comparison:
             "speedup": self.speedup, "ci": list(self.ci), "confidence": self.confidence,
             "threshold": self.threshold, "passed": self.passed, "words": self.words,
             "rounds": self.rounds, "ratios": list(self.ratios), "elapsed": self.elapsed,
-            "environment": dict(self.environment),
+            "environment": dict(self.environment), "rule": self.rule, "dropped": [list(d) for d in self.dropped],
         }
 
     def plot(self, ax=None):
@@ -344,16 +353,6 @@ def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
     return max(1, min(10**6, round(sample_time / one)))
 
 
-def bootstrap_ci(values: Sequence[float], confidence: float, seed: int, resamples: int = 2000) -> tuple[float, float]:
-    """Percentile bootstrap interval of the median (NumPy only: no extra dependency, no warnings)."""
-    data = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    medians = np.median(data[rng.integers(0, len(data), size=(resamples, len(data)))], axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = 3,
             repeats: int = 10, number: int | None = None, sample_time: float = 0.02, sync: bool = True,
             wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
@@ -420,13 +419,14 @@ class CheckOptions:
 
 @dataclasses.dataclass
 class RoundsMeasured:
-    """What `paired_rounds` measured: seconds per call of each side per round (only the rounds kept), the rounds
-    dropped, the interval of the kept rounds' ratios, and the seconds it took."""
+    """What `paired_rounds` measured: seconds per call of each side per round (only the rounds kept), the interval of
+    the kept rounds' ratios, the seconds it took, and the rounds dropped as (position, baseline, candidate)."""
 
     samples: tuple[list[float], list[float]]
     ci: tuple[float, float]
     dropped: int
     elapsed: float
+    rounds_dropped: tuple[tuple[int, float, float], ...] = ()
 
     @property
     def ratios(self) -> list[float]:
@@ -434,13 +434,14 @@ class RoundsMeasured:
 
 
 def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = 10, max_rounds: int = 200,
-                  budget: float = 5.0, confidence: float = 0.95, tolerance: float = 0.05, seed: int = 0,
+                  budget: float = 5.0, confidence: float = 0.95, tolerance: float = 0.05,
                   clock: Callable[[], float] | None = None, keep: Callable[[int], list[bool]] | None = None,
                   min_span: float = 0.0) -> RoundsMeasured:
     """The one measuring loop of the course (the self-check's `compare` and the grader's timer both run it).
 
     ``pair(index)`` runs round ``index`` (both sides, the order alternating with the index) and returns each side's
-    seconds per call. After ``min_rounds`` rounds the median ratio's bootstrap interval decides (`decided`): stop when
+    seconds per call. After ``min_rounds`` rounds the median ratio's confidence sequence (`tfperf.stats`) decides
+    (`tfperf.stats.decided`), looked at after every round (the sequence is valid under that many looks): stop when
     it lies wholly above or below ``threshold`` (without one: above ``1 + tolerance``, below its inverse, or inside
     both), the rounds span ``min_span`` seconds, and at least ``min_rounds`` rounds are kept; or when ``budget`` seconds
     or ``max_rounds`` rounds are spent (never before ``min_rounds``: the grader bounds a check's time on top of this).
@@ -470,23 +471,25 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
         if len(kept) < min_rounds and not out_of_time:
             continue
         chosen = kept or list(range(index + 1))
-        ci = bootstrap_ci([samples[0][i] / samples[1][i] for i in chosen], confidence, seed)
-        if out_of_time or (clock() - began >= min_span and decided(ci, threshold, tolerance)):
+        ci = _stats.confidence_sequence([samples[0][i] / samples[1][i] for i in chosen], confidence)
+        if out_of_time or (clock() - began >= min_span and _stats.decided(ci, threshold, tolerance)):
             break
     chosen = kept or list(range(len(samples[0])))
-    return RoundsMeasured(([samples[0][i] for i in chosen], [samples[1][i] for i in chosen]), ci, len(samples[0]) - len(chosen),
-                  clock() - began)
+    unused = sorted(set(range(len(samples[0]))) - set(chosen))
+    return RoundsMeasured(([samples[0][i] for i in chosen], [samples[1][i] for i in chosen]), ci, len(unused),
+                          clock() - began, tuple((i, samples[0][i], samples[1][i]) for i in unused))
 
 
 def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] = ("baseline", "candidate"),
             inputs: Sequence | Callable[[int], Any] | None = None, threshold: float | None = None, warmup: int = 3,
             min_rounds: int = 10, max_rounds: int = 200, budget: float = 5.0, sample_time: float = 0.02,
             confidence: float = 0.95, tolerance: float = 0.05, sync: bool = True,
-            wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None, seed: int = 0,
+            wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None,
             **metadata) -> Comparison:
     """Measure how many times faster ``candidate`` is than ``baseline``, paired and interleaved.
 
-    After ``min_rounds`` paired rounds the median ratio's bootstrap interval is checked. With a
+    After ``min_rounds`` paired rounds the median ratio's confidence sequence (`tfperf.stats`) is checked after every
+    round; it stays valid however often it is looked at, so its 95% is the chance it was right when it decided. With a
     ``threshold`` the comparison is decided once the interval lies wholly above or below it;
     without one, once it lies above ``1 + tolerance``, below ``1 / (1 + tolerance)``, or inside
     both (no difference). Otherwise rounds are added until ``budget`` seconds or ``max_rounds``.
@@ -501,13 +504,12 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         min_rounds, max_rounds: Bounds on paired rounds.
         budget: Seconds after which no more rounds are added.
         sample_time: Target seconds per sample, used to calibrate calls per sample.
-        confidence: Level of the bootstrap interval.
+        confidence: Level of the confidence sequence.
         tolerance: Relative difference within which the rounds may stop as "no difference" (stopping only; the
             words a result allows are `Comparison.words`).
         sync: Finish asynchronous work inside the timed region (outputs to host, then the device wait).
         wait: The device wait called after every call (default: `device_wait`; tests pass a fake).
         clock: Seconds clock, for tests.
-        seed: Seed of the bootstrap.
         **metadata: Stored with both timing results.
 
     Returns:
@@ -535,7 +537,7 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         return seconds[0], seconds[1]
 
     rounds = paired_rounds(pair, threshold=threshold, min_rounds=min_rounds, max_rounds=max_rounds, budget=max(0.0, budget - (clock() - began)),
-                           confidence=confidence, tolerance=tolerance, seed=seed, clock=clock)
+                           confidence=confidence, tolerance=tolerance, clock=clock)
     samples, ci = rounds.samples, rounds.ci
     results = tuple(
         TimingResult(labels[side], tuple(samples[side]), numbers[side], tuple(warm[side]), metadata) for side in (0, 1)
@@ -544,11 +546,5 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
                       tolerance, clock() - began, _env.fingerprint())
 
 
-def decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:
-    """The one decision rule: the interval lies wholly above or below ``threshold`` (without one: shows a difference
-    beyond ``tolerance`` either way, or none)."""
-    low, high = ci
-    if threshold is not None:
-        return low >= threshold or high < threshold
-    same = 1 / (1 + tolerance) <= low and high <= 1 + tolerance
-    return low > 1 + tolerance or high < 1 / (1 + tolerance) or same
+
+decided = _stats.decided  # the one decision rule, kept under its old name for the harness's integrity check

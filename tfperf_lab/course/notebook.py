@@ -98,11 +98,13 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
 def check_fingerprint(nb: dict, cell_id: str) -> str:
     """What a speed check's verdict depends on in the instructor's source, as a short hash: the check's test cell and the
     cells the reference process runs before it (tagged ``speed-fixture``), less the stamped setup cell (it only imports
-    the course). A flake campaign keeps it per row, so a campaign measured before the check or its fixture changed
-    shows as stale (tests/test_flake_records.py)."""
+    the course), and the decision rule's version (`tfperf.stats.RULE`). A flake campaign keeps it per row, so a
+    campaign measured before the check, its fixture or the rule changed shows as stale (tests/test_flake_records.py)."""
     import hashlib
 
-    parts = [source(cell) for cell in nb["cells"]
+    from tfperf.stats import RULE
+
+    parts = [f"rule {RULE}"] + [source(cell) for cell in nb["cells"]
              if cell.get("id") == cell_id or (FIXTURE_TAG in cell.get("metadata", {}).get("tags", []) and cell.get("id") != "setup")]
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
@@ -110,11 +112,14 @@ def check_fingerprint(nb: dict, cell_id: str) -> str:
 def code_fingerprint(nb: dict) -> str:
     """What a lesson's recorded runs depend on in its source, as a short hash: every code cell, less the stamped shared
     cells (they only import the course and summarise the tests). A kept run (`tfperf_lab.publish.ranges`) carries it
-    per lesson; a run whose lesson's code changed since no longer counts for the ranges and figures lessons quote."""
+    per lesson; a run whose lesson's code changed since no longer counts for the ranges and figures lessons quote. The
+    decision rule's version (`tfperf.stats.RULE`) is part of it: the words a figure quotes are the rule's."""
     import hashlib
 
+    from tfperf.stats import RULE
+
     shared = {"setup", "self-check"}
-    parts = [source(cell) for cell in nb["cells"] if cell.get("cell_type") == "code" and cell.get("id") not in shared]
+    parts = [f"rule {RULE}"] + [source(cell) for cell in nb["cells"] if cell.get("cell_type") == "code" and cell.get("id") not in shared]
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 

@@ -85,7 +85,7 @@ def render(results: list[tuple[Lesson, list[Record], list[str], float]], total: 
         "# TF Performance Lab: course report", "",
         f"Run {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, profile **{environment['profile']}**, "
         f"total {total / 60:.1f} min.", "",
-        "Speedups are medians of paired, interleaved rounds after warm-up, with 95% bootstrap intervals.", "",
+        "Speedups are medians of paired, interleaved rounds after warm-up, with 95% confidence sequences (tfperf.stats).", "",
     ]
     for lesson, records, errors, seconds in results:
         stated = stated_seconds(lesson, environment["profile"])

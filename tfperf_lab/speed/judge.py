@@ -8,7 +8,7 @@ from the same test cell, with settings (threshold, rounds, budget, tolerances) t
 The judge hands both connections to the grader's clock (`tfperf_lab.speed.timer`, a process of its own): paired rounds in
 alternating order, each a batch of calls on arguments drawn from a fresh seed it chose, timed from request to answer,
 the learner's sandbox frozen (its cgroup) while the baseline runs, every answer's output digests matched against the
-reference's on the same inputs. The median ratio, its bootstrap interval and the verdict come from the grader's side
+reference's on the same inputs. The median ratio, its confidence sequence and the verdict come from the grader's side
 and become the `Record` the score stage uses; the kernel only hears the verdict.
 
 The reference process starts when the first candidate says hello, not with the submission: a notebook that never reaches

@@ -309,7 +309,7 @@ class Rounds:
                                       budget=max(0.0, options.budget - (time.perf_counter() - began)), confidence=options.confidence,
                                       clock=time.perf_counter, keep=lambda count: undisturbed(waits[:count]), min_span=MIN_SPAN)
         return {"samples": rounds.samples, "warm": warm, "calls": calls, "ci": rounds.ci, "elapsed": time.perf_counter() - began,
-                "discarded": rounds.dropped, "waits": [list(w) for w in waits]}
+                "discarded": rounds.dropped, "dropped": [list(d) for d in rounds.rounds_dropped], "waits": [list(w) for w in waits]}
 
 
 def _environment() -> dict[str, str]:
@@ -340,7 +340,8 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
     results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
                     for side in (0, 1))
     return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
-                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint())
+                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint(),
+                             dropped=tuple((int(i), float(b), float(c)) for i, b, c in result.get("dropped", [])))
 
 
 def main() -> None:

@@ -1,0 +1,108 @@
+"""The decision rule's error, proven by simulation on the shipped loop (`tfperf.timing.paired_rounds`), not assumed
+from its confidence level; and the module's other pieces against values computed another way."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tfperf import stats, timing
+
+
+class Rounds:
+    """A check whose paired ratios are i.i.d. lognormal around ``median`` (the threshold is 1), on a fake clock: every
+    round takes 10 ms, so a budget of 100 s never stops the loop before its round limit."""
+
+    def __init__(self, median: float, sigma: float, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.median, self.sigma, self.now = median, sigma, 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def pair(self, index: int) -> tuple[float, float]:
+        self.now += 0.01
+        ratio = math.exp(self.rng.normal(math.log(self.median), self.sigma))
+        return ratio * 1e-3, 1e-3
+
+
+def pass_rate(median: float, sigma: float, gradings: int, *, interval=None, max_rounds: int = 200) -> tuple[float, float]:
+    """Share of simulated gradings that passed a threshold of 1, and their median round count, the loop looking after
+    every round from the 10th to ``max_rounds`` (the course's defaults). ``interval`` replaces the rule's interval."""
+    passed, rounds = 0, []
+    for seed in range(gradings):
+        fake = Rounds(median, sigma, seed)
+        if interval is None:
+            measured = timing.paired_rounds(fake.pair, threshold=1.0, max_rounds=max_rounds, budget=100.0, clock=fake.clock)
+        else:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(stats, "confidence_sequence", interval)
+                measured = timing.paired_rounds(fake.pair, threshold=1.0, max_rounds=max_rounds, budget=100.0, clock=fake.clock)
+        passed += measured.ci[0] >= 1.0
+        rounds.append(len(measured.samples[0]))
+    return passed / gradings, float(np.median(rounds))
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.3])
+def test_an_answer_exactly_at_its_threshold_passes_at_most_the_nominal_2_5_percent_however_often_the_loop_looks(sigma):
+    rate, rounds = pass_rate(1.0, sigma, 800)
+    assert rate <= 0.025, f"true ratio at the threshold passed {rate:.1%} of 800 simulated gradings (sigma {sigma})"
+    assert rounds == 200, "an answer at the threshold should stay undecided to the round limit"
+
+
+def test_the_same_loop_with_a_one_look_interval_passes_far_more_often_than_its_level_says():
+    """What the rule replaces: an interval valid for one look (here the exact one, `median_interval`), looked at after
+    every round. The test above would fail on it."""
+    rate, _ = pass_rate(1.0, 0.3, 800, interval=stats.median_interval)
+    assert rate > 0.06, rate
+
+
+@pytest.mark.parametrize("median,sigma,most_rounds", [(1.5, 0.1, 10), (1.5, 0.3, 20), (2.0, 0.3, 10), (1.2, 0.1, 12)])
+def test_a_real_effect_is_decided_within_a_few_dozen_rounds(median, sigma, most_rounds):
+    rate, rounds = pass_rate(median, sigma, 100)
+    assert rate == 1.0 and rounds <= most_rounds, (rate, rounds)
+
+
+def test_a_slower_answer_fails_and_is_decided():
+    rate, rounds = pass_rate(0.8, 0.1, 100)
+    assert rate == 0 and rounds <= 12, (rate, rounds)
+
+
+def test_the_e_value_is_the_mixture_integral():
+    for n, s in [(10, 10), (10, 7), (20, 14), (50, 30), (7, 0)]:
+        p = np.linspace(0.5, 1.0, 200001)
+        integrand = (2 * p) ** s * (2 * (1 - p)) ** (n - s)
+        numeric = 2 * float(np.sum((integrand[1:] + integrand[:-1]) / 2 * np.diff(p)))
+        assert stats.e_value(n, s) == pytest.approx(numeric, rel=1e-6)
+    assert stats.e_value(10, 10) == pytest.approx((2 ** 11 - 1) / 11)
+
+
+def test_the_sequence_is_two_order_statistics_and_says_nothing_before_enough_rounds():
+    assert stats.confidence_sequence(range(1, 8)) == (0.0, math.inf)  # 7 rounds can never reach 2 / 0.05 = 40
+    assert stats.needed(8, 0.05) == 8
+    assert stats.confidence_sequence(range(1, 21)) == (4.0, 17.0)  # 20 rounds: the 4th smallest and the 4th largest
+    assert stats.median_interval(range(1, 21)) == (6.0, 15.0)  # one look may use the 6th: narrower, valid once only
+
+
+def test_the_one_look_interval_covers_the_median_at_least_at_its_level():
+    rng = np.random.default_rng(0)
+    for n in (10, 25, 60):
+        data = rng.exponential(size=(3000, n))  # skewed: the median is log 2
+        low_high = [stats.median_interval(row) for row in data]
+        covered = np.mean([low <= math.log(2) <= high for low, high in low_high])
+        assert covered >= 0.95 - 0.01, (n, covered)
+
+
+def test_clopper_pearson_matches_the_known_bounds():
+    assert stats.clopper_pearson(3, 20) == pytest.approx((0.03207, 0.37893), abs=1e-5)
+    assert stats.clopper_pearson(0, 10000)[1] == pytest.approx(1 - 0.025 ** (1 / 10000), rel=1e-6)
+    assert stats.clopper_pearson(0, 10000, 0.90)[1] < 0.001  # "0 in 10,000": below 0.1% at a one-sided 95%
+    assert stats.clopper_pearson(20, 20)[0] == pytest.approx(0.025 ** (1 / 20), rel=1e-6)
+    with pytest.raises(ValueError):
+        stats.clopper_pearson(3, 2)
+
+
+def test_every_comparison_and_record_names_the_rule_that_decided_it():
+    ticks = iter(range(10**7))
+    result = timing.compare(lambda: None, lambda: None, clock=lambda: next(ticks) * 1e-3, budget=1.0)
+    assert result.rule == stats.RULE and result.to_dict()["rule"] == stats.RULE

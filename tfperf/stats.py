@@ -1,0 +1,150 @@
+"""The course's statistics, in one place: the interval every speedup is printed with and the rule that decides.
+
+**The rule** (`RULE`): the median of the paired per-round ratios, with a 95% *confidence sequence* for it, built from
+a sign test. A timing loop looks after every round and stops as soon as the interval decides; an ordinary 95%
+interval checked after every round is wrong far more often than 5% of the time (a speed check whose true median ratio
+sat exactly at its threshold passed 15% of its gradings under the course's earlier bootstrap rule, because each look
+is another chance to be fooled). A confidence sequence holds at every round at once: the chance that it *ever*
+excludes the true median, however often it is looked at and whenever the loop stops (a decision, the time budget, the
+round limit), is at most 5%. So the interval that is printed is the interval that decided, at the level printed.
+
+How it is built (Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
+sequences", 2021; the sign test's mixture form): for a candidate median ``m``, count the rounds whose ratio lies above
+``m``. Were ``m`` the median, each round lies above it with probability 1/2 whatever came before, so the mixture
+likelihood ratio ``e(n, s)`` of `e_value` (``s`` rounds of ``n`` above ``m``, against chances of "above" spread
+uniformly over 1/2-1) is a nonnegative martingale of mean 1, and by Ville's inequality it ever reaches ``2 / alpha``
+with probability at most ``alpha / 2``. Every ``m`` it has not rejected, either way, is in the sequence: an interval
+between two order statistics of the ratios (`confidence_sequence`). Why this one and not a fixed schedule of looks
+with alpha spending: it needs no schedule (a check stops at whatever round its budget runs out), no assumption on the
+ratios' distribution (only that each round lies above the true median with chance 1/2 given the rounds before), and it
+costs little: with 20 rounds its lower bound is the 4th smallest ratio, against the 6th for an interval valid at one
+look only (`median_interval`).
+
+What it does not promise: rounds that are not independent (a neighbour's burst that lasts several rounds) can break
+the "chance 1/2 given the rounds before". The grader drops the rounds a burst landed on, and the flake campaigns'
+replay (`tfperf_lab.speed.replay`) measures the rule's error on recorded rounds, bursts included, rather than
+assuming it.
+
+Also here: `median_interval` (one look, exact), `clopper_pearson` (an error rate's bounds from counts), `decided`.
+Introduced in lesson 01; lesson 10's rubric states the words.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from fractions import Fraction
+from typing import Sequence
+
+__all__ = ["RULE", "clopper_pearson", "confidence_sequence", "decided", "e_value", "median_interval", "needed"]
+
+# The decision rule's version. It is written into every `tfperf.timing.Comparison`, every record, every speed check's
+# fingerprint and every campaign row: figures and campaigns measured under another rule stop counting.
+RULE = "sign-cs-1"
+
+
+def e_value(n: int, s: int) -> float:
+    """The sign test's mixture e-value: ``s`` of ``n`` rounds above a candidate median, against the chance of "above"
+    drawn uniformly from 1/2-1. Exactly ``sum(C(n+1, j), j <= s) / ((n + 1) * C(n, s))``, from
+    ``2 * integral over 1/2..1 of (2p)^s (2(1-p))^(n-s) dp``. Grows with ``s``; 1 at ``n = 0``."""
+    if not 0 <= s <= n:
+        raise ValueError(f"need 0 <= s <= n; got s={s}, n={n}")
+    return float(Fraction(sum(math.comb(n + 1, j) for j in range(s + 1)), (n + 1) * math.comb(n, s)))
+
+
+@functools.lru_cache(maxsize=None)
+def needed(n: int, alpha: float) -> int | None:
+    """The fewest of ``n`` rounds that must lie on one side of a candidate median to reject it at level ``alpha / 2``
+    on that side (`e_value` at least ``2 / alpha``); None when even all ``n`` would not."""
+    bound = 2 / alpha
+    if n < 1 or e_value(n, n) < bound:
+        return None
+    low, high = 0, n  # e_value grows with s: the smallest s that reaches the bound
+    while low < high:
+        middle = (low + high) // 2
+        if e_value(n, middle) >= bound:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def confidence_sequence(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The anytime-valid interval of the median of ``values`` at ``confidence`` (see the module docstring): valid
+    however many times it is computed as values arrive, and at whatever count the caller stops. Before enough values
+    (8 at 95%) it is (0, inf): nothing is decided yet."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie between 0 and 1; got {confidence}")
+    ordered = sorted(float(v) for v in values)
+    n = len(ordered)
+    s = needed(n, round(1 - confidence, 12))
+    if s is None:
+        return 0.0, math.inf
+    # "median > m" is accepted when at least s rounds lie above m: every m below the (n - s + 1)-th smallest value.
+    return ordered[n - s], ordered[s - 1]
+
+
+def _binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    if p == 0.5:
+        return float(Fraction(sum(math.comb(n, j) for j in range(k + 1)), 2 ** n))
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = [math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * log_p + (n - j) * log_q for j in range(k + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
+
+
+@functools.lru_cache(maxsize=None)
+def _one_look_rank(n: int, tail: float) -> int:
+    """The largest k with P(Binomial(n, 1/2) <= k) <= tail (-1 when none)."""
+    k = -1
+    while k + 1 < n and _binomial_cdf(k + 1, n) <= tail:
+        k += 1
+    return k
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The exact interval of the median for ONE look at ``values``: two order statistics whose coverage is at least
+    ``confidence`` for any continuous distribution (the binomial argument, no resampling). Use it when the count of
+    values was fixed in advance; a loop that looks as values arrive needs `confidence_sequence`."""
+    ordered = sorted(float(v) for v in values)
+    n = len(ordered)
+    k = _one_look_rank(n, round((1 - confidence) / 2, 12))
+    if k < 0:
+        return 0.0, math.inf
+    return ordered[k], ordered[n - 1 - k]
+
+
+def clopper_pearson(events: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided exact (Clopper-Pearson) bounds of a rate seen ``events`` times in ``trials``; the upper bound alone
+    is a one-sided bound at ``(1 + confidence) / 2``. Found by bisection on the binomial distribution."""
+    if not 0 <= events <= trials or trials < 1:
+        raise ValueError(f"need 0 <= events <= trials and trials >= 1; got {events} of {trials}")
+    tail = (1 - confidence) / 2
+
+    def bisect(grows_with_p, value) -> float:  # the p at which value(p) equals tail
+        low, high = 0.0, 1.0
+        for _ in range(60):
+            middle = (low + high) / 2
+            if (value(middle) < tail) == grows_with_p:
+                low = middle
+            else:
+                high = middle
+        return (low + high) / 2
+
+    low = 0.0 if events == 0 else bisect(True, lambda p: 1 - _binomial_cdf(events - 1, trials, p))
+    high = 1.0 if events == trials else bisect(False, lambda p: _binomial_cdf(events, trials, p))
+    return low, high
+
+
+def decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:
+    """The one decision: the interval lies wholly above or below ``threshold`` (without one: shows a difference beyond
+    ``tolerance`` either way, or none)."""
+    low, high = ci
+    if threshold is not None:
+        return low >= threshold or high < threshold
+    same = 1 / (1 + tolerance) <= low and high <= 1 + tolerance
+    return low > 1 + tolerance or high < 1 / (1 + tolerance) or same
