@@ -20,33 +20,29 @@ def _threshold(lesson_id: str, cell_id: str) -> float:
     return float(value)
 
 
-# Lessons whose speed check or fixture changed after campaigns that kept no fingerprint of it (`check_source`, kept
-# since 2026-12-02) were measured: those campaigns no longer count for them. A campaign that keeps one counts while it
-# matches the source (`notebook.check_fingerprint`).
-CHANGED = {"01_callable_handles": "2026-12-02: the graded check's session runs each call in the calling thread",
-           "03_tf_function": "2026-12-02: the graded train step needs 3x, not 4x",
-           "06_gradient_tape": "2026-12-02: the graded train step needs 3x, not 4x, and the Hessian-vector product 2.4x, not 3x"}
-# Campaign files without fingerprints measured before their lesson's check changed in substance (audited 2026-12-02
-# against git history: every other fingerprint-less campaign's check differs from today's only by the rename of
-# `at_least=` to `threshold=`, or an import). A campaign measured again under the same name keeps fingerprints: they decide.
-MEASURED_BEFORE_A_CHANGE = {"04_tf_data.json": "2026-12-02: the timed epochs switch tf.data's autotuning off (one core busy: measured 2026-12-01)"}
 FINGERPRINTS = {(lesson.id, cell): notebook.check_fingerprint(lesson.source_notebook(), cell)
                 for lesson in COURSE.lessons for cell in lesson.speed_checks()}
 
 
 def current(row: dict, file: str) -> bool:
-    """Whether a campaign's row (from `file`) measured today's check: its fingerprint matches, or it has none and
-    nothing changed since."""
-    if "check_source" in row:
-        return row["check_source"] == FINGERPRINTS.get((row["lesson"], row["cell"]))
-    return row["lesson"] not in CHANGED and file not in MEASURED_BEFORE_A_CHANGE
+    """Whether a campaign's row (from `file`) measured today's check under today's decision rule: its fingerprint (the
+    check's cells and `tfperf.stats.RULE`) matches. Rows without one were measured under the bootstrap rule."""
+    return row.get("check_source") == FINGERPRINTS.get((row["lesson"], row["cell"]))
 
 
 ALL = campaigns.load_campaigns(readme.flake_folder(COURSE))
 BUSY = [(c["file"], r) for c in ALL if c["hogs"] >= 1 for r in c["rows"] if current(r, c["file"])]
-# Measured before the change named in CHANGED and not yet again: strict, so each fails once its campaign is committed.
-HOG1_PENDING: dict[str, str] = {}
-BUSY_PENDING: dict[str, str] = {}  # lessons no campaign with a core busy measured since their CHANGED entry
+# The decision rule changed on 2026-12-04 (`tfperf.stats`, rule sign-cs-1: a confidence sequence instead of a bootstrap
+# interval looked at after every round): every campaign measured under the old rule stopped counting. The lessons and
+# loads not yet measured again under the new one, each campaign several minutes to most of an hour of the machine's two
+# cores: strict, so each entry fails as soon as its campaign is committed and must be removed.
+_RULE = "2026-12-04: the decision rule changed (sign-cs-1); this campaign is not yet measured again under it"
+_LESSONS = ["01_callable_handles", "02_graph_growth", "03_tf_function", "04_tf_data", "05_metrics", "06_gradient_tape",
+            "07_tensorboard", "08_timeline_profiler", "09_nan_checks", "10_capstone"]
+HOG1_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS}
+HOG2_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS}
+BURSTS_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS}
+BUSY_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson in HOG1_PENDING and lesson in HOG2_PENDING}
 
 
 def test_docs_flake_block_is_generated_from_the_committed_campaigns():
@@ -110,7 +106,7 @@ def test_a_campaign_the_grader_timed_covers_every_check_and_every_answer_of_its_
 
 @pytest.mark.parametrize("lesson_id,hogs", [
     pytest.param(lesson_id, hogs, marks=pytest.mark.xfail(reason=HOG1_PENDING[lesson_id], strict=True)) if hogs == 1 and lesson_id in HOG1_PENDING
-    else pytest.param(lesson_id, hogs, marks=pytest.mark.xfail(reason=BUSY_PENDING[lesson_id], strict=True)) if hogs == 2 and lesson_id in BUSY_PENDING
+    else pytest.param(lesson_id, hogs, marks=pytest.mark.xfail(reason=HOG2_PENDING[lesson_id], strict=True)) if hogs == 2 and lesson_id in HOG2_PENDING
     else pytest.param(lesson_id, hogs) for hogs in (1, 2) for lesson_id in SPEED_LESSONS],
     ids=lambda v: {1: "one core busy", 2: "both cores busy"}.get(v, v) if isinstance(v, int) else v[:2])
 def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_with_both_cores_busy(lesson_id, hogs):
@@ -120,9 +116,6 @@ def test_every_lesson_with_speed_checks_was_graded_by_the_grader_with_one_and_wi
     suffix = ".hog2" if hogs == 2 else ""
     assert _all_checks(lesson_id) <= covered, f"measure it: tfperf-lab flake {lesson_id} --runs 20 --hog {hogs} --workers 2 --variants --out docs/flake/{lesson_id}{suffix}.json"
 
-
-# Not measured yet (issue 22): strict, so the test fails as soon as the campaign is committed and this entry is stale.
-BURSTS_PENDING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("lesson_id", [pytest.param(lesson_id, marks=pytest.mark.xfail(reason=BURSTS_PENDING[lesson_id], strict=True))
@@ -137,9 +130,6 @@ def test_every_lesson_with_speed_checks_was_graded_beside_bursty_neighbours_on_t
     assert _all_checks(lesson_id) <= covered, (f"measure it: tfperf-lab flake {lesson_id} --runs 20 --burst 2 --workers 2 --variants "
                                   f"--out docs/flake/{lesson_id}.burst.json")
 
-
-# Measured with both cores busy before protocol 2 (issue 22) and not yet again: strict, as above.
-HOG2_PENDING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("lesson_id", [pytest.param(lesson_id, marks=pytest.mark.xfail(reason=HOG2_PENDING[lesson_id], strict=True))
@@ -198,15 +188,42 @@ def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
     assert flake._row("01_callable_handles", "handle_is_faster", ["x"], "a", [unjudged], 1.0)["measured_by"] == "kernel"
 
 
-def test_a_campaign_counts_for_todays_check_only_while_its_fingerprint_matches_or_nothing_changed_since():
+def test_a_campaign_counts_for_todays_check_only_while_its_fingerprint_matches_which_names_the_rule(monkeypatch):
     lesson_id, cell_id = SPEED_CHECKS[0]
     row = {"lesson": lesson_id, "cell": cell_id}
     assert current(row | {"check_source": FINGERPRINTS[(lesson_id, cell_id)]}, "x.json")
     assert not current(row | {"check_source": "0" * 16}, "x.json")
-    assert current(row, "x.json") == (lesson_id not in CHANGED)
-    assert not current({"lesson": "04_tf_data", "cell": "fast_pipeline_is_faster"}, "04_tf_data.json")
-    assert current({"lesson": "04_tf_data", "cell": "fast_pipeline_is_faster"}, "04_tf_data.burst.json")
+    assert not current(row, "x.json"), "a row without a fingerprint was measured under the bootstrap rule"
     nb = COURSE.lesson(lesson_id).source_notebook()
     (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
     cell["source"] = notebook.source(cell).replace("threshold=", "threshold= ")
     assert notebook.check_fingerprint(nb, cell_id) != FINGERPRINTS[(lesson_id, cell_id)]
+    from tfperf import stats
+
+    monkeypatch.setattr(stats, "RULE", "another-rule")
+    assert notebook.check_fingerprint(COURSE.lesson(lesson_id).source_notebook(), cell_id) != FINGERPRINTS[(lesson_id, cell_id)]
+
+
+def test_docs_replay_block_is_generated_from_the_committed_campaigns():
+    assert readme.current(COURSE, "replay") == readme.generate(COURSE, "replay"), \
+        "docs/flake-campaigns.md's replay block is stale: run `tfperf-lab replay --docs`"
+
+
+def test_a_campaign_row_keeps_every_grading_s_rounds_for_a_replay():
+    from tfperf import report, stats, timing
+    from tfperf_lab.grading.results import CellResult, SubmissionResult
+
+    side = timing.TimingResult("b", (2e-3, 2.1e-3), number=7)
+    comparison = timing.Comparison(side, timing.TimingResult("c", (1e-3, 1e-3), number=7), (2.0, 2.1), (1.5, 2.5),
+                                   threshold=1.6, dropped=((1, 9e-3, 1e-3),))
+    record = report.Record.of("exercise_handle_vs_sess_run", comparison)
+    cell = CellResult("handle_is_faster", 2, 2, "auto", "passed")
+    result = SubmissionResult("s", "01_callable_handles", cells=[cell], judged=True, measurements=[record])
+    row = flake._row("01_callable_handles", "handle_is_faster", ["exercise_handle_vs_sess_run"], "reference", [result], 1.0)
+    assert row["rule"] == stats.RULE
+    (grading,) = row["gradings"]
+    assert grading["baseline"] == [0.002, 0.0021] and grading["dropped"] == [[1, 0.009, 0.001]] and grading["calls"] == 7
+    from tfperf_lab.speed import replay
+
+    rounds = replay.Grading.of(grading)
+    assert rounds.kept.tolist() == [True, False, True] and rounds.ratios[1] == pytest.approx(9.0)

@@ -213,6 +213,40 @@ def cmd_ranges(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    """Decide the recorded flake campaigns again under a rule and thresholds, and simulate 10,000 more gradings of each
+    check, answer and load from their rounds (blocks of consecutive rounds, so bursts stay bursts)."""
+    from .publish import campaigns, readme
+    from .speed import replay
+
+    course = _course(args)
+    if args.docs:
+        print(readme.update(course, "replay"))
+        print(f"{readme.PAGES['replay']}: replay block regenerated from {readme.flake_folder(course)}")
+        return 0
+    from tfperf import stats
+
+    rule = args.rule or stats.RULE
+    if rule not in replay.RULES:
+        print(f"unknown rule {rule!r}: one of {', '.join(replay.RULES)}", file=sys.stderr)
+        return 2
+    thresholds = {}
+    for item in args.threshold:
+        name, _, value = item.partition("=")
+        thresholds[name] = float(value)
+    chosen = {lesson.id for lesson in course.select(args.lessons or None)}
+    found = [c | {"rows": [r for r in c["rows"] if r["lesson"] in chosen]} for c in campaigns.load_campaigns(readme.flake_folder(course))]
+    rows = replay.replay(found, {lesson.id: lesson.source_notebook() for lesson in course.lessons if lesson.id in chosen},
+                         rule=rule, thresholds=thresholds, virtual=args.virtual, block=args.block)
+    if not rows:
+        print("no campaign in docs/flake/ kept its rounds for these lessons: record one with `tfperf-lab flake ... --out`", file=sys.stderr)
+        return 1
+    print("\n".join(replay.table(rows)))
+    worst = max(rows, key=lambda r: r.wrong_upper)
+    print(f"rule {rule}: worst upper bound {worst.wrong_upper:.3%} ({worst.lesson[:2]} {worst.name}, {worst.answer}, {worst.load})")
+    return 0
+
+
 def cmd_flake(args) -> int:
     """Grade reference solutions (and unoptimized answers) N times; print each speed check's pass rate."""
     from .grading import flake
@@ -398,6 +432,16 @@ def parser() -> argparse.ArgumentParser:
     flake.add_argument("--docs", "--readme", dest="docs", action="store_true",
                        help="measure nothing: regenerate docs/flake-campaigns.md's block from docs/flake/")
     flake.set_defaults(func=cmd_flake)
+
+    replay_ = sub.add_parser("replay", help=cmd_replay.__doc__)
+    replay_.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    replay_.add_argument("--rule", default=None, help="the decision rule (default: the shipped one; also: one-look)")
+    replay_.add_argument("--threshold", action="append", default=[], metavar="CHECK=X",
+                         help="try threshold X for a check (its name or its cell id); repeatable")
+    replay_.add_argument("--virtual", type=int, default=10_000, help="virtual gradings per check, answer and load (default 10000)")
+    replay_.add_argument("--block", type=int, default=5, help="consecutive rounds drawn together (default 5)")
+    replay_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's replay block")
+    replay_.set_defaults(func=cmd_replay)
 
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
     validate.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

@@ -133,4 +133,18 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         # who timed it: the grader (tfperf_lab.speed.judge, outside the learner's kernel) or the kernel itself (before the judge);
         # a judged grading decides a check even when it measured nothing (a check never served scores no speed points)
         "measured_by": "grader" if all(result.judged for result in graded) and all(m.technique == TECHNIQUE for m in measured) else "kernel",
+        # the decision rule, and every grading's rounds as measured, for a replay under another rule or threshold
+        # (`tfperf_lab.speed.replay`): kept rounds' seconds per call of each side, dropped ones with their positions
+        "rule": measured[0].rule if measured else None,
+        "gradings": [_rounds(m) for m in measured],
     }
+
+
+def _rounds(record) -> dict:
+    """One grading's rounds, compactly: seconds per call to 4 significant figures."""
+    def short(values):
+        return [float(f"{v:.4g}") for v in values]
+
+    return {"name": record.name, "baseline": short(record.baseline.get("samples", [])), "candidate": short(record.candidate.get("samples", [])),
+            "dropped": [[int(i), *short([b, c])] for i, b, c in record.dropped], "calls": record.baseline.get("number", 1),
+            "elapsed": round(record.elapsed, 3), "passed": record.passed}

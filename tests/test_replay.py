@@ -1,0 +1,94 @@
+"""Replay (`tfperf_lab.speed.replay`): recorded gradings decided again, virtual ones built from their rounds."""
+
+import numpy as np
+import pytest
+
+from tfperf import stats
+from tfperf_lab.speed import replay
+
+
+def recorded(ratios, *, calls=10, per_call=1e-3, dropped=(), overhead=1.2):
+    """A campaign row's grading entry whose rounds have these baseline/candidate ratios (``dropped``: positions)."""
+    kept = [(r * per_call, per_call) for i, r in enumerate(ratios) if i not in dropped]
+    return {"name": "x", "baseline": [b for b, _ in kept], "candidate": [c for _, c in kept],
+            "dropped": [[i, ratios[i] * per_call, per_call] for i in dropped], "calls": calls,
+            "elapsed": sum((r + 1) * per_call * calls for r in ratios) * overhead}
+
+
+def lognormal(median, sigma, n, seed):
+    return np.exp(np.random.default_rng(seed).normal(np.log(median), sigma, n)).tolist()
+
+
+CHECK = replay.Check(threshold=2.0, budget=5.0)
+
+
+def test_a_healthy_reference_and_a_slow_answer_are_decided_as_they_were():
+    fast = [replay.Grading.of(recorded(lognormal(5.0, 0.2, 40, seed))) for seed in range(20)]
+    slow = [replay.Grading.of(recorded(lognormal(1.0, 0.2, 40, seed))) for seed in range(20)]
+    assert all(replay.decide(g, CHECK) for g in fast) and not any(replay.decide(g, CHECK) for g in slow)
+    assert replay.simulate(fast, CHECK, virtual=10_000) == 10_000
+    assert replay.simulate(slow, CHECK, virtual=10_000) == 0
+
+
+def test_rounds_at_the_threshold_pass_at_most_the_rule_s_level_and_a_one_look_interval_passes_more():
+    gradings = [replay.Grading.of(recorded(lognormal(2.0, 0.3, 200, seed), per_call=5e-3)) for seed in range(30)]
+    check = replay.Check(threshold=float(np.median(np.concatenate([g.ratios for g in gradings]))), budget=1000.0)
+    shipped = replay.simulate(gradings, check, virtual=10_000) / 10_000
+    one_look = replay.simulate(gradings, check, virtual=10_000, rule="one-look") / 10_000
+    assert shipped <= 0.025 < one_look, (shipped, one_look)
+
+
+def test_a_threshold_tried_in_replay_changes_the_verdicts():
+    gradings = [replay.Grading.of(recorded(lognormal(3.0, 0.1, 40, seed))) for seed in range(10)]
+    assert replay.simulate(gradings, replay.Check(threshold=2.0), virtual=1000) == 1000
+    assert replay.simulate(gradings, replay.Check(threshold=4.0), virtual=1000) == 0
+
+
+def test_a_dropped_round_is_replayed_as_dropped_and_costs_no_budget():
+    ratios = [0.5] * 5 + [3.0] * 30  # a burst spoiled the first five rounds; the grader dropped them
+    grading = replay.Grading.of(recorded(ratios, dropped=range(5)))
+    assert grading.kept.tolist() == [False] * 5 + [True] * 30
+    assert replay.decide(grading, CHECK)
+    assert not replay.decide(replay.Grading.of(recorded(ratios)), replay.Check(threshold=2.0, max_rounds=12))
+
+
+def test_a_grading_whose_rounds_outlast_the_budget_fails_undecided():
+    slow_rounds = replay.Grading.of(recorded(lognormal(2.2, 0.4, 60, 1), calls=200, per_call=1e-3))  # ~0.7 s a round
+    assert not replay.decide(slow_rounds, replay.Check(threshold=2.0, budget=5.0))
+
+
+def test_virtual_gradings_keep_bursts_together():
+    """A burst that spanned 5 rounds in every recording: blocks of 5 keep runs of low ratios; single rounds scatter them."""
+    pattern = ([3.0] * 15 + [0.5] * 5) * 3
+    gradings = [replay.Grading.of(recorded(pattern, calls=1, per_call=1e-6))]
+    rng_ratios = []
+    for block in (5, 1):
+        captured = {}
+        original = replay._run
+
+        def spy(ratios, *args, **kwargs):
+            captured["ratios"] = ratios
+            return original(ratios, *args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(replay, "_run", spy)
+            replay.simulate(gradings, replay.Check(threshold=2.0, max_rounds=40), virtual=200, block=block)
+        low = captured["ratios"] < 1
+        runs = [np.diff(np.flatnonzero(np.diff(np.r_[0, row.astype(int), 0]))) [::2] for row in low]
+        rng_ratios.append(np.mean([r.mean() for r in runs if len(r)]))
+    assert rng_ratios[0] > 2 * rng_ratios[1], rng_ratios
+
+
+def test_the_settings_come_from_the_instructor_s_cell():
+    nb = {"cells": [{"id": "c", "cell_type": "code", "metadata": {},
+                     "source": "tfperf.assert_speedup(a, b, threshold=1.6, budget=3.0, name='handle')\n"
+                               "tfperf.assert_speedup(a, b, threshold=2, name='other')\n"}]}
+    found = replay.check_settings(nb, "c")
+    assert found["handle"] == replay.Check(1.6, 3.0) and found["other"] == replay.Check(2.0, 5.0)
+
+
+def test_rates_come_with_their_clopper_pearson_bound():
+    row = replay.Replayed("01", "c", "x", "reference", "2 busy", 2.0, 20, 0, 10_000, 0)
+    assert row.kind == "false fail" and row.wrong_upper == pytest.approx(1 - 0.05 ** (1 / 10_000), rel=1e-6)
+    assert row.wrong_upper < 0.001
+    assert replay.RULES[stats.RULE] is stats.needed

@@ -1,0 +1,228 @@
+"""Replay: decide recorded gradings again under any rule and threshold, and simulate thousands more from their rounds.
+
+A flake campaign (`tfperf_lab.grading.flake`) keeps every grading's rounds as the grader measured them: each side's
+seconds per call, kept and dropped rounds in order, calls per batch, the seconds the check took. This module
+
+* re-decides each recorded grading (`decide`): the rule's loop run again on the recorded rounds, stopping where the
+  rule would have stopped (a decision, the check's time budget, its round limit; a grading whose recorded rounds end
+  before the rule decides counts as undecided, which fails, as the real check does when its budget runs out);
+* simulates virtual gradings (`simulate`) by drawing blocks of consecutive recorded rounds (a moving-block bootstrap:
+  a burst that spanned several rounds stays a burst) from the recorded gradings of one check, answer and load, and
+  running the rule on them;
+* counts the wrong outcomes (a reference that fails, an unoptimized answer that passes), with Clopper-Pearson bounds.
+
+Time in a virtual grading is each round's batch time (calls x both sides' seconds per call), scaled by how much longer
+the recorded grading took in all than its rounds did (warm-up, calibration, messaging), so the budget binds as it did.
+Rules are "count" rules over the kept rounds' ratios: pass when at least ``needed(n)`` of ``n`` ratios reach the
+threshold, fail when as many fall below it (`RULES`). A threshold change or a new rule is evaluated here in minutes;
+a real campaign confirms it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+from typing import Callable, Iterable
+
+import numpy as np
+
+from tfperf import stats, timing
+
+from ..course import notebook
+from .timer import MIN_SPAN
+
+
+def _one_look(n: int, alpha: float) -> int | None:
+    """The exact one-look interval's count (`tfperf.stats.median_interval`), used after every round: what the
+    sequence replaced, kept to show the difference."""
+    k = stats._one_look_rank(n, round(alpha / 2, 12))
+    return None if k < 0 else n - k
+
+
+RULES: dict[str, Callable[[int, float], int | None]] = {stats.RULE: stats.needed, "one-look": _one_look}
+
+
+@dataclasses.dataclass(frozen=True)
+class Grading:
+    """One recorded grading of one check: ``ratios`` and ``seconds`` (the batch's time, overhead folded in) of every
+    round in order, ``kept`` whether the grader used it."""
+
+    ratios: np.ndarray
+    seconds: np.ndarray
+    kept: np.ndarray
+
+    @classmethod
+    def of(cls, recorded: dict) -> "Grading":
+        """From a campaign row's ``gradings`` entry."""
+        kept_pairs = list(zip(recorded["baseline"], recorded["candidate"]))
+        dropped = {int(i): (b, c) for i, b, c in recorded.get("dropped", [])}
+        rounds, flags, source = [], [], iter(kept_pairs)
+        for position in range(len(kept_pairs) + len(dropped)):
+            if position in dropped:
+                rounds.append(dropped[position]), flags.append(False)
+            else:
+                rounds.append(next(source)), flags.append(True)
+        pairs = np.asarray(rounds, dtype=float).reshape(-1, 2)
+        calls = max(1, int(recorded.get("calls", 1)))
+        seconds = pairs.sum(axis=1) * calls
+        total = float(seconds.sum())
+        scale = max(1.0, float(recorded.get("elapsed", 0.0)) / total) if total > 0 else 1.0
+        return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, np.asarray(flags, dtype=bool))
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """What decides a check, read from the instructor's test cell (defaults: `tfperf.timing.CheckOptions`)."""
+
+    threshold: float
+    budget: float = 5.0
+    min_rounds: int = 10
+    max_rounds: int = 200
+    confidence: float = 0.95
+
+
+def check_settings(nb: dict, cell_id: str) -> dict[str, Check]:
+    """name -> `Check` for every ``assert_speedup`` call in the test cell ``cell_id`` whose settings are literals."""
+    (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
+    found = {}
+    defaults = timing.CheckOptions(threshold=1.0)
+    for node in ast.walk(ast.parse(notebook.source(cell))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "assert_speedup":
+            values = {}
+            for keyword in node.keywords:
+                try:
+                    values[keyword.arg] = ast.literal_eval(keyword.value)
+                except ValueError:
+                    continue
+            if "threshold" in values:
+                found[str(values.get("name", cell_id))] = Check(
+                    float(values["threshold"]), float(values.get("budget", defaults.budget)),
+                    int(values.get("min_rounds", defaults.min_rounds)), int(values.get("max_rounds", defaults.max_rounds)),
+                    float(values.get("confidence", defaults.confidence)))
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _needed_table(rule: str, alpha: float, length: int) -> np.ndarray:
+    needed = RULES[rule]
+    return np.array([needed(n, alpha) or length + 1 for n in range(length + 1)])
+
+
+def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
+         min_span: float) -> np.ndarray:
+    """The rule's loop on many sequences at once (rows): True where it passed, False where it failed or ran out."""
+    if ratios.ndim == 1:
+        ratios, seconds, kept = ratios[None], seconds[None], kept[None]
+    rows, length = ratios.shape
+    table = _needed_table(rule, round(1 - check.confidence, 12), length)
+    above = np.cumsum((ratios >= check.threshold) & kept, axis=1)
+    below = np.cumsum((ratios < check.threshold) & kept, axis=1)
+    count = np.cumsum(kept, axis=1)
+    spent = np.cumsum(np.where(kept, seconds, 0.0), axis=1)  # a dropped round costs no budget (`paired_rounds`)
+    span = np.cumsum(seconds, axis=1)
+    need = table[count]
+    looked = (np.arange(length)[None] + 1 >= check.min_rounds) & (count >= check.min_rounds)
+    out_of_time = spent > check.budget
+    stops = looked & (((span >= min_span) & ((above >= need) | (below >= need))) | out_of_time)
+    stops[:, min(length, check.max_rounds) - 1:] |= looked[:, min(length, check.max_rounds) - 1:]
+    first = np.where(stops.any(axis=1), stops.argmax(axis=1), -1)
+    index = np.arange(rows)
+    return (first >= 0) & (above[index, first] >= need[index, first])
+
+
+def decide(grading: Grading, check: Check, *, rule: str = stats.RULE, min_span: float = MIN_SPAN) -> bool:
+    """Whether ``grading``'s recorded rounds pass ``check`` under ``rule`` (undecided when they end: a fail)."""
+    return bool(_run(grading.ratios, grading.seconds, grading.kept, check, rule, min_span)[0])
+
+
+def simulate(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, virtual: int = 10_000, block: int = 5,
+             seed: int = 0, min_span: float = MIN_SPAN) -> int:
+    """How many of ``virtual`` gradings pass: each built from blocks of ``block`` consecutive recorded rounds, every
+    block from a grading and a start drawn at random, until the check's round limit."""
+    usable = [g for g in gradings if len(g.ratios) >= 1]
+    if not usable:
+        raise ValueError("no recorded rounds to resample")
+    rng = np.random.default_rng(seed)
+    length = check.max_rounds
+    blocks = -(-length // block)
+    ratios = np.empty((virtual, blocks * block))
+    seconds, kept = np.empty_like(ratios), np.empty(ratios.shape, dtype=bool)
+    which = rng.integers(0, len(usable), size=(virtual, blocks))
+    for g_index, grading in enumerate(usable):
+        rows, columns = np.nonzero(which == g_index)
+        if not len(rows):
+            continue
+        size = len(grading.ratios)
+        starts = rng.integers(0, max(1, size - block + 1), size=len(rows))
+        offsets = (starts[:, None] + np.arange(block)[None]) % size  # a grading shorter than a block wraps around
+        target = columns[:, None] * block + np.arange(block)[None]
+        ratios[rows[:, None], target] = grading.ratios[offsets]
+        seconds[rows[:, None], target] = grading.seconds[offsets]
+        kept[rows[:, None], target] = grading.kept[offsets]
+    return int(_run(ratios[:, :length], seconds[:, :length], kept[:, :length], check, rule, min_span).sum())
+
+
+@dataclasses.dataclass(frozen=True)
+class Replayed:
+    """One check, answer and load: the recorded gradings decided again and the virtual ones."""
+
+    lesson: str
+    cell: str
+    name: str
+    answer: str
+    load: str
+    threshold: float
+    recorded: int
+    recorded_wrong: int
+    virtual: int
+    virtual_wrong: int
+
+    @property
+    def wrong_upper(self) -> float:
+        """Upper bound of the wrong-outcome rate, one-sided 95% (Clopper-Pearson)."""
+        return stats.clopper_pearson(self.virtual_wrong, self.virtual, 0.90)[1]
+
+    @property
+    def kind(self) -> str:
+        return "false fail" if self.answer == "reference" else "false pass"
+
+
+def load_of(campaign: dict) -> str:
+    return f"{campaign['bursts']} bursty" if campaign.get("bursts") else f"{campaign['hogs']} busy"
+
+
+def replay(campaigns: Iterable[dict], sources: dict[str, dict], *, rule: str = stats.RULE,
+           thresholds: dict[str, float] | None = None, virtual: int = 10_000, block: int = 5, seed: int = 0) -> list[Replayed]:
+    """Every campaign row that kept its rounds, decided again and simulated. ``sources``: lesson id -> its source
+    notebook (the checks' settings); ``thresholds``: check name (or cell id) -> a threshold to try instead."""
+    thresholds = thresholds or {}
+    out = []
+    for campaign in campaigns:
+        for row in campaign["rows"]:
+            if not row.get("gradings") or row["lesson"] not in sources:
+                continue
+            settings = check_settings(sources[row["lesson"]], row["cell"])
+            for name, check in settings.items():
+                wanted = thresholds.get(name, thresholds.get(row["cell"]))
+                if wanted is not None:
+                    check = dataclasses.replace(check, threshold=float(wanted))
+                gradings = [Grading.of(g) for g in row["gradings"] if g.get("name", name) == name]
+                if not gradings:
+                    continue
+                should_pass = row["answer"] == "reference"
+                recorded_wrong = sum(decide(g, check, rule=rule) != should_pass for g in gradings)
+                passes = simulate(gradings, check, rule=rule, virtual=virtual, block=block, seed=seed)
+                out.append(Replayed(row["lesson"], row["cell"], name, row["answer"], load_of(campaign), check.threshold,
+                                    len(gradings), recorded_wrong, virtual, virtual - passes if should_pass else passes))
+    return out
+
+
+def table(rows: list[Replayed]) -> list[str]:
+    """Markdown lines: one per check, answer and load."""
+    lines = ["| lesson | check | answer | load | threshold | recorded: wrong / gradings | virtual: wrong / gradings | "
+             "upper bound (95%) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x | {r.recorded_wrong} / {r.recorded} | "
+                     f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {r.wrong_upper:.3%} |")
+    return lines
