@@ -189,8 +189,84 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def fingerprint() -> dict:
-    """Describe this machine and software in a flat dict, stored with every measurement.
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _cgroup_cpu() -> tuple[str | None, int]:
+    """This process's cgroup folder that holds cpu.stat, and the cgroup version (2: the unified tree; 1: the cpu
+    controller's tree; (None, 0) outside Linux or without one)."""
+    text = _read("/proc/self/cgroup") or ""
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        for line in text.splitlines():
+            if line.startswith("0::"):
+                return "/sys/fs/cgroup" + line[3:].strip().rstrip("/"), 2
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and "cpu" in parts[1].split(","):
+            for root in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+                if os.path.isdir(root):
+                    return root + parts[2].strip().rstrip("/"), 1
+    return None, 0
+
+
+def cpu_times() -> dict:
+    """Cumulative CPU figures a share is computed from (`machine_state` of two readings): the whole machine's jiffies
+    and the share of them a hypervisor stole (/proc/stat), and this cgroup's throttling (cpu.stat: periods throttled,
+    microseconds throttled). Missing figures are absent."""
+    out: dict = {}
+    stat = (_read("/proc/stat") or "").splitlines()
+    if stat and stat[0].startswith("cpu "):
+        fields = [int(v) for v in stat[0].split()[1:]]
+        out["jiffies"] = sum(fields[:8])
+        out["steal"] = fields[7] if len(fields) > 7 else 0
+    folder, version = _cgroup_cpu()
+    for line in ((_read(f"{folder}/cpu.stat") or "") if folder else "").splitlines():
+        key, _, value = line.partition(" ")
+        if not value.strip().isdigit():
+            continue
+        if key in ("nr_periods", "nr_throttled", "throttled_usec"):
+            out[key] = int(value)
+        elif key == "throttled_time" and version == 1:  # v1 counts nanoseconds
+            out["throttled_usec"] = int(value) // 1000
+    return out
+
+
+def machine_state(before: dict | None = None) -> dict:
+    """What the machine was doing, stored with every measurement beside `fingerprint`: the CPU model, the frequency
+    governor, the cgroup's CPU quota (cpu.max), the 1-minute load average against the cores, and, given an earlier
+    `cpu_times` reading, the share of CPU time a hypervisor stole and the periods this cgroup was throttled since.
+    Introduced with `tfperf-lab doctor`."""
+    info = _read("/proc/cpuinfo") or ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith(("model name", "Model"))), None)
+    governor = (_read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or "").strip() or None
+    folder, version = _cgroup_cpu()
+    if version == 1:  # cfs quota and period in microseconds, -1: no quota
+        quota = f"{(_read(f'{folder}/cpu.cfs_quota_us') or '').strip()} {(_read(f'{folder}/cpu.cfs_period_us') or '').strip()}".strip()
+        quota = "max" + quota[2:] if quota.startswith("-1") else quota
+    else:
+        quota = (_read(f"{folder}/cpu.max") or "").strip() if folder else ""
+    state = {"cpu_model": model or platform.processor() or None, "governor": governor, "cpu_max": quota or None,
+             "load1": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None, "cores": _cpu_count()}
+    if before is not None:
+        now = cpu_times()
+        if "jiffies" in now and "jiffies" in before:
+            spent = now["jiffies"] - before["jiffies"]
+            state["steal_share"] = round((now["steal"] - before["steal"]) / spent, 4) if spent > 0 else 0.0
+        if "nr_periods" in now and "nr_periods" in before:
+            periods = now["nr_periods"] - before["nr_periods"]
+            state["throttled_share"] = round((now["nr_throttled"] - before["nr_throttled"]) / periods, 4) if periods else 0.0
+            state["throttled_seconds"] = round((now["throttled_usec"] - before["throttled_usec"]) / 1e6, 3)
+    return state
+
+
+def fingerprint(before: dict | None = None) -> dict:
+    """Describe this machine and software in a flat dict, stored with every measurement (``machine``: what the
+    machine was doing, `machine_state`, since ``before``, a `cpu_times` reading taken when the measurement began).
 
     GPUs are listed only once TensorFlow has been imported (``None`` before).
     """
@@ -205,6 +281,7 @@ def fingerprint() -> dict:
         "gpus": list(gpus) if gpus is not None else None,
         "hosted": hosted(),
         "profile": profile(),
+        "machine": machine_state(before),
     }
 
 

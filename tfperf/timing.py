@@ -521,7 +521,7 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
     if min_rounds < 2 or max_rounds < min_rounds:
         raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
     clock = clock or _CLOCK
-    began = clock()
+    began, before = clock(), _env.cpu_times()
     wait = wait or device_wait()
     calls = (_caller(baseline, inputs, sync, wait), _caller(candidate, inputs, sync, wait))
     warm = ([], [])
@@ -543,7 +543,7 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         TimingResult(labels[side], tuple(samples[side]), numbers[side], tuple(warm[side]), metadata) for side in (0, 1)
     )
     return Comparison(results[0], results[1], tuple(b / c for b, c in zip(*samples)), ci, confidence, threshold,
-                      tolerance, clock() - began, _env.fingerprint())
+                      tolerance, clock() - began, _env.fingerprint(before))
 
 
 

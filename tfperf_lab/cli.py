@@ -12,6 +12,7 @@ import importlib.util
 import pathlib
 import sys
 import tempfile
+import time
 
 GRADER_PACKAGES = ("nbgrader", "nbclient", "nbconvert", "tqdm")
 MISSING = ("tfperf-lab is the instructor's and grader's tool; it needs {missing}, which this install lacks (a learner's "
@@ -87,6 +88,16 @@ def cmd_grade(args) -> int:
     work = _work(args, course)
     from .grading.cluster import ClusterUnavailable
 
+    from tfperf import env as tf_env
+
+    from .speed import doctor
+
+    before = tf_env.cpu_times()
+    time.sleep(0.5)
+    state = tf_env.machine_state(before)
+    said = doctor.warning(state)
+    if said:
+        print(said, file=sys.stderr)
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
                               timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
@@ -245,6 +256,28 @@ def cmd_replay(args) -> int:
     worst = max(rows, key=lambda r: r.wrong_upper)
     print(f"rule {rule}: worst upper bound {worst.wrong_upper:.3%} ({worst.lesson[:2]} {worst.name}, {worst.answer}, {worst.load})")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    """Measure this machine's timing noise for about 20 seconds and say, check by check, whether it can grade speed
+    reliably here (the recorded effects through the shipped rule, 10,000 virtual gradings each)."""
+    import json
+
+    from .speed import doctor
+
+    course = _course(args)
+    print(f"measuring this machine's noise for {args.seconds:g} s (keep it as it will be when it grades) ...", flush=True)
+    noise = doctor.measure(args.seconds)
+    found = doctor.verdicts(course, noise)
+    print("\n".join(doctor.report(noise, found)))
+    if args.json:
+        data = {"state": noise.state, "spread": noise.spread, "worst": noise.worst, "rounds": len(noise.ratios),
+                "disturbed": int((~noise.kept).sum()),
+                "checks": [{"lesson": v.lesson, "name": v.name, "threshold": v.threshold, "false_fail": list(v.false_fail),
+                            "false_pass": list(v.false_pass) if v.false_pass else None, "reliable": v.reliable} for v in found]}
+        pathlib.Path(args.json).write_text(json.dumps(data, indent=1), encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0 if all(v.reliable for v in found) else 1
 
 
 def cmd_flake(args) -> int:
@@ -442,6 +475,11 @@ def parser() -> argparse.ArgumentParser:
     replay_.add_argument("--block", type=int, default=5, help="consecutive rounds drawn together (default 5)")
     replay_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's replay block")
     replay_.set_defaults(func=cmd_replay)
+
+    doctor_ = sub.add_parser("doctor", help=cmd_doctor.__doc__)
+    doctor_.add_argument("--seconds", type=float, default=20.0, help="how long to measure the noise (default 20)")
+    doctor_.add_argument("--json", metavar="FILE", help="also write the findings as JSON")
+    doctor_.set_defaults(func=cmd_doctor)
 
     validate = sub.add_parser("validate", help=cmd_validate.__doc__)
     validate.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

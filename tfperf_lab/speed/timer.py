@@ -320,6 +320,7 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
     """Run the paired rounds in a process of its own (`main`) on the two connections, ``group`` the learner's sandbox
     to freeze while the baseline runs (or None); build the `Comparison` from what that process measured. Raises
     `Failed` when a side misbehaved or the timer could not measure."""
+    before = tf_env.cpu_times()
     fds = (reference.connection.fileno(), candidate.connection.fileno())
     job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus})
     try:
@@ -340,7 +341,7 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
     results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
                     for side in (0, 1))
     return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
-                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint(),
+                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint(before),
                              dropped=tuple((int(i), float(b), float(c)) for i, b, c in result.get("dropped", [])))
 
 
