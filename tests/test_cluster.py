@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -112,6 +113,101 @@ def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tiny, tmp_path_
     assert killed, "no worker was busy to kill"
     assert all(r.error is None and r.score == r.max_score for r in results.values()), [r.lines() for r in results.values()]
     assert any("again" in row["status"] for row in rows), rows
+
+
+PRELOAD = str(pathlib.Path(__file__).with_name("worker_without_course.py"))
+
+
+def _start_worker(address: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([DASK, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
+                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def test_a_worker_that_cannot_see_the_course_is_refused_by_name_and_the_others_grade_the_class(cluster, tiny, tmp_path_factory, capsys):
+    address, _ = cluster
+    broken = _start_worker(address, "--preload", PRELOAD)
+    try:
+        with distributed.Client(address, timeout=60) as client:
+            client.wait_for_workers(3, timeout=120)
+        results, rows = _grade(tiny, tmp_path_factory, {"ana": tiny.lesson(tiny_course.LESSON_ID).source_notebook()}, cluster=address)
+    finally:
+        _stop(broken)
+    said = capsys.readouterr().err
+    assert "refused grading worker" in said and "course: no TF Performance Lab course" in said, said
+    assert rows[0]["status"] == "graded" and float(rows[0]["score"]) == float(rows[0]["max_score"]), rows[0]
+
+
+def test_a_cluster_with_no_worker_that_passes_its_check_grades_nothing_as_the_student_s(tiny, tmp_path, capsys):
+    """Every worker refused: the rows are the grading machine's, nothing is saved as finished, the command exits 3."""
+    from tfperf_lab import cli
+    from tfperf_lab.grading.results import MACHINE
+
+    if DASK is None:
+        pytest.skip("the dask command is not installed (pip install distributed)")
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                                  str(scheduler_file)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    worker = None
+    try:
+        for _ in range(300):
+            if scheduler_file.exists() and "address" in scheduler_file.read_text() or time.sleep(0.1):
+                break
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker = _start_worker(address, "--preload", PRELOAD)
+        with distributed.Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=120)
+        lesson = tiny.lesson(tiny_course.LESSON_ID)
+        write_submission(tmp_path / "class", "ana", lesson, lesson.source_notebook())
+        code = cli.main(["--course", str(tiny.root), "grade", str(tmp_path / "class"), "--work", str(tmp_path / "work"),
+                         "--cluster", address])
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                _stop(process)
+    printed = capsys.readouterr()
+    assert code == 3, printed.out + printed.err
+    with (tmp_path / "work" / "grades.csv").open(encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["status"].startswith(MACHINE) and "no worker of the cluster" in row["status"], row
+    assert not WorkFolder(tmp_path / "work").state("ana", tiny_course.LESSON_ID).exists()
+
+
+def test_a_killed_worker_s_scratch_folder_is_swept_by_the_next_job(tmp_path, monkeypatch):
+    from tfperf_lab.grading import cluster as cluster_module
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = tmp_path / f"{cluster_module.SCRATCH_PREFIX}{gone.pid}-abc"
+    live = tmp_path / f"{cluster_module.SCRATCH_PREFIX}{os.getppid()}-def"
+    for folder in (stale, live):
+        folder.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    seen = {}
+
+    def job_that_notes_its_folder(job):
+        seen["scratch"] = job.scratch
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(cluster_module, "run_job", job_that_notes_its_folder)
+    import dataclasses
+
+    from tfperf_lab.grading.job import Job
+    from tfperf_lab.isolation.sandbox import Limits
+
+    job = Job(course_root=str(COURSE.root), lesson_id="x", student="s", notebook={}, limits=Limits(), backend="auto", scratch="")
+    with pytest.raises(RuntimeError):
+        cluster_module._on_worker(dataclasses.replace(job))
+    assert not stale.exists() and live.exists()
+    assert pathlib.Path(seen["scratch"]).name.startswith(f"{cluster_module.SCRATCH_PREFIX}{os.getpid()}-")
+    assert not pathlib.Path(seen["scratch"]).exists(), "the job's own folder is removed even when the job fails"
 
 
 def test_a_cluster_that_does_not_answer_is_a_clear_message_and_grades_nothing(tmp_path, capsys):

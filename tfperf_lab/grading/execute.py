@@ -136,6 +136,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         files.folder.mkdir(parents=True, exist_ok=True)
         scratch = directory.parent / "sandbox"
         from ..speed.judge import JudgeUnavailable
+        from .cluster import ClusterUnavailable
 
         sent = json.loads(json.dumps(nb))
         skipped = _leave_out_demonstrations(course, lesson_id, sent) if self.skip_demonstrations else {}
@@ -143,7 +144,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                   backend=self.backend, scratch=str(scratch))
         try:
             done = run(job)
-        except (JudgeUnavailable, sandbox.SandboxUnavailable, CourseNotFound) as error:  # nothing ran: the machine's fault
+        except (JudgeUnavailable, sandbox.SandboxUnavailable, CourseNotFound, ClusterUnavailable) as error:  # nothing ran: the machine's fault
             problem = f"{type(error).__name__}: {error}"
             files.run.write_text(json.dumps({"problem": problem, "machine": [problem], "finished": time.time()}), encoding="utf-8")
             raise

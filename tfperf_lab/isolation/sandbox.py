@@ -551,6 +551,18 @@ class _Cgroup:
         self.freeze_file = None
 
 
+def freezer_problem() -> str | None:
+    """Why this machine cannot freeze a job's processes (the judge's need to time a speed check), or None when it can:
+    a job's cgroup is made as `run` makes one, read, and removed. A cluster worker is checked with it when it joins."""
+    group = _Cgroup(f"{os.getpid()}-probe{uuid.uuid4().hex[:8]}", Limits())
+    try:
+        if group.holds:
+            return None
+        return "; ".join(m for m in group.missing if m.startswith("freezer")) or "no cgroup freezer holds here"
+    finally:
+        group.remove()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -44,6 +44,7 @@ import time
 from tfperf.report import Record
 
 from ..course import notebook
+from ..isolation import scratch
 from . import TECHNIQUE, timer
 from tfperf import link, timing
 
@@ -78,25 +79,7 @@ def _folder_root() -> str | None:
 
 def sweep_stale_folders(root: pathlib.Path | None = None) -> list[pathlib.Path]:
     """Remove the judge folders (ours: same owner) of grading processes that are no longer alive. Returns those removed."""
-    root = pathlib.Path(root or _folder_root() or tempfile.gettempdir())
-    removed = []
-    for folder in sorted(root.glob(f"{FOLDER_PREFIX}*-*")):
-        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
-        try:
-            owned = folder.is_dir() and not folder.is_symlink() and folder.lstat().st_uid == os.geteuid()
-        except OSError:
-            continue
-        if not owned or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # its grader is alive
-        except PermissionError:
-            continue  # alive, another user's
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
+    return scratch.sweep(FOLDER_PREFIX, root or _folder_root())
 
 
 class JudgeUnavailable(RuntimeError):
@@ -148,7 +131,7 @@ class Judge:
         if not _SWEPT.is_set():
             _SWEPT.set()
             sweep_stale_folders()
-        self.folder = pathlib.Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=_folder_root()))
+        self.folder = scratch.make(FOLDER_PREFIX, _folder_root())
         (self.folder / "link").mkdir()
         (self.folder / "reference").mkdir()
         self.candidate_address = self.folder / "link" / "candidate.sock"
