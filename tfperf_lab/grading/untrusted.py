@@ -2,15 +2,20 @@
 
 In: a size limit, a JSON depth limit, the notebook's shape and nbformat's schema (`check_notebook`), and a safe
 student id (`check_student_id`). Out: every output capped in bytes (`CapOutputs`) and HTML in outputs and markdown
-sanitized with nbconvert's own `SanitizeHTML` and its defaults (`SanitizeOutputs`; no sanitizer imported here), before anything is scored or shown.
+made inert (`SanitizeOutputs`, on the maintained sanitizer nh3; nbconvert's own SanitizeHTML rests on bleach, whose
+last release is final), before anything is scored or shown.
 """
 
 from __future__ import annotations
 
+import html
+import html.parser
 import json
 import re
+import urllib.parse
 
-from nbconvert.preprocessors.sanitize import SanitizeHTML
+import nh3
+from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
 
@@ -135,24 +140,90 @@ class CapOutputs(NbGraderPreprocessor):
 
 
 # HTML that can render but not run: no scripts, no event handlers, no styles, no frames, no images (they come as image/png).
-# nbconvert's own defaults (its SanitizeHTML's traits), widened by the table and text tags a notebook's outputs use.
-_DEFAULTS = SanitizeHTML()
-SAFE_TAGS = sorted(set(_DEFAULTS.tags) | {"p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead",
-                                        "tbody", "tr", "th", "td", "caption", "sup", "sub", "dl", "dt", "dd"})
-SAFE_ATTRIBUTES = {**_DEFAULTS.attributes, "th": ["colspan", "rowspan"], "td": ["colspan", "rowspan"]}
+# The tags and attributes nbconvert's sanitizer allowed by default, widened by the table and text tags a
+# notebook's outputs use.
+SAFE_TAGS = sorted({"a", "abbr", "acronym", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul", "p", "div", "span",
+                    "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "caption",
+                    "sup", "sub", "dl", "dt", "dd"})
+SAFE_ATTRIBUTES = {"a": ["href", "title"], "abbr": ["title"], "acronym": ["title"], "th": ["colspan", "rowspan"],
+                   "td": ["colspan", "rowspan"]}
+SAFE_SCHEMES = {"http", "https", "mailto"}
+# What nbconvert's sanitizer also keeps: output types rendered as they are, and those sanitized; any other is dropped.
+SAFE_OUTPUT_KEYS = {"metadata", "text/plain", "text/latex", "application/json", "image/png", "image/jpeg"}
+SANITIZED_OUTPUT_TYPES = {"text/html", "text/markdown"}
 
 
-class SanitizeOutputs(SanitizeHTML):
-    """nbconvert's sanitizer over outputs and markdown, so feedback and the formgrader cannot run student HTML."""
+class _Unsafe(html.parser.HTMLParser):
+    """Lists what in a fragment could run or load something: tags off the allowlist, event handlers and styles, links
+    of other schemes than http(s) and mailto, declarations."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in SAFE_TAGS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:  # other attributes (a table's border or class) are only dropped, by nh3
+            if name.startswith("on") or name in ("style", "src", "srcset", "formaction", "xlink:href"):
+                self.found.append(f"{name}=")
+            elif name == "href" and value and urllib.parse.urlsplit(value.strip()).scheme.lower() not in SAFE_SCHEMES | {""}:
+                self.found.append(f"href={value[:20]}")
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag):
+        if tag not in SAFE_TAGS:
+            self.found.append(f"</{tag}>")
+
+    def handle_decl(self, decl):
+        self.found.append("<!...>")
+
+    def handle_pi(self, data):
+        self.found.append("<?...>")
+
+    unknown_decl = handle_decl
+
+
+def inert_html(text: str) -> str:
+    """``text`` (HTML, or markdown with HTML in it) as it may be shown to the instructor and the student.
+
+    The decision, written down: a tag off the allowlist (a script, a frame, an image), an event handler, a style or a
+    ``javascript:`` link makes the whole fragment *escaped*, shown as text, so the reader sees what was there and
+    nothing of it runs (what nbconvert's sanitizer did for tags). Otherwise the fragment renders after nh3 (ammonia)
+    has cleaned it, which *strips* attributes off the allowlist (a table's border and class, as before) and whatever
+    the check above would have missed: escaping keeps an attack visible, nh3 is the guarantee."""
+    scanner = _Unsafe()
+    try:
+        scanner.feed(text)
+        scanner.close()
+    except Exception:  # noqa: BLE001  (a fragment the parser chokes on is not shown as markup)
+        scanner.found.append("unparsable")
+    if scanner.found:
+        return html.escape(text, quote=False)
+    return nh3.clean(text, tags=set(SAFE_TAGS), attributes={tag: set(names) for tag, names in SAFE_ATTRIBUTES.items()},
+                     url_schemes=SAFE_SCHEMES, strip_comments=True, link_rel=None)
+
+
+class SanitizeOutputs(Preprocessor):
+    """Outputs and markdown made inert (`inert_html`), so feedback and the formgrader cannot run student HTML: markdown
+    and raw cells' text, and each output's HTML and markdown; output types that could run code (JavaScript, SVG,
+    widgets) are dropped, as nbconvert's sanitizer drops them."""
 
     enabled = Bool(True)  # nbconvert preprocessors are off unless enabled; nbgrader registers them as-is
 
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        self.tags = SAFE_TAGS
-        self.attributes = SAFE_ATTRIBUTES
-        self.strip = False  # escaped, so the student sees what was removed
-
     def preprocess_cell(self, cell, resources, cell_index):
-        result = super().preprocess_cell(cell, resources, cell_index)
-        return result if result is not None else (cell, resources)
+        if cell.cell_type in ("markdown", "raw"):
+            cell.source = inert_html(cell.source)
+        elif cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                if output.get("output_type") in ("stream", "error"):
+                    continue
+                data = output.get("data", {})
+                for key in list(data):
+                    if key in SANITIZED_OUTPUT_TYPES:
+                        value = data[key]
+                        data[key] = inert_html("".join(value) if isinstance(value, list) else str(value))
+                    elif key not in SAFE_OUTPUT_KEYS:
+                        del data[key]
+        return cell, resources
