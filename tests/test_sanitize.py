@@ -78,3 +78,4 @@ def test_the_sanitizer_is_nh3_not_bleach():
     source = open(untrusted.__file__, encoding="utf-8").read()
     assert "import nh3" in source and "import bleach" not in source and "from bleach" not in source
     assert "SanitizeHTML" not in source.replace("nbconvert's own SanitizeHTML rests on bleach", "")
+

@@ -13,13 +13,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import pathlib
 import threading
 import time
 
 from nbformat import from_dict
-from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
@@ -30,40 +28,6 @@ from . import untrusted
 from .job import Job, run
 
 _CPUS = threading.local()  # the cores this worker thread's sandboxes are pinned to (`pinned_to`)
-_ENVIRONMENT = threading.Lock()
-_SETTERS: dict[str, list] = {}
-
-
-@contextlib.contextmanager
-def _shared_setenv(**values: str):
-    """nbgrader's ``utils.setenv``, safe when several autogrades run in threads of one process.
-
-    nbgrader sets ``NBGRADER_EXECUTION`` around each execution and deletes it afterwards; two overlapping autogrades
-    then delete it twice (KeyError). Here the first to enter sets it and the last to leave restores it. (No kernel
-    starts in this process: the sandbox gives its kernel a whole environment of its own.)
-    """
-    with _ENVIRONMENT:
-        for key, value in values.items():
-            users = _SETTERS.setdefault(key, [0, os.environ.get(key)])
-            if users[0] == 0:
-                users[1] = os.environ.get(key)
-                os.environ[key] = value
-            users[0] += 1
-    try:
-        yield
-    finally:
-        with _ENVIRONMENT:
-            for key in values:
-                users = _SETTERS[key]
-                users[0] -= 1
-                if users[0] == 0:
-                    if users[1] is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = users[1]
-
-
-nbgrader_utils.setenv = _shared_setenv
 
 
 @contextlib.contextmanager

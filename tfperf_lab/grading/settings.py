@@ -6,7 +6,6 @@ and the command-line runner for the nbgrader steps that stay subprocesses (relea
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import pathlib
 import signal
@@ -15,30 +14,14 @@ import sys
 import time
 import warnings
 
-import nbgrader.api
 from traitlets.config import Config
 
 from ..course import Course, WorkFolder
-from . import untrusted
+from . import nbgrader_patches, untrusted
 from .execute import SandboxedExecute
 
 
-@functools.cache
-def alembic_head() -> str:
-    """The gradebook schema's alembic revision, from alembic's Python API.
-
-    nbgrader asks the ``alembic`` command for it when it creates a gradebook (a subprocess of ~0.4 s that fails unless
-    the environment's bin folder is on PATH); the tool grades in-process, so it answers once, in-process, instead.
-    """
-    from alembic.config import Config as AlembicConfig
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-
-    with _temp_alembic_ini("sqlite:///:memory:") as ini:
-        return ScriptDirectory.from_config(AlembicConfig(ini)).get_current_head()
-
-
-nbgrader.api.get_alembic_version = alembic_head
+nbgrader_patches.apply()  # the tool's only changes to nbgrader, each with its reason: see that module
 # nbgrader's own harmless SQLAlchemy noise when it registers a submission (see the nbgrader notes)
 warnings.filterwarnings("ignore", message=r".*not in session, add operation along", module="nbgrader")
 
