@@ -1,4 +1,6 @@
 """nbgrader is changed in one module only (`tfperf_lab.grading.nbgrader_patches`), each patch with its reason."""
+
+
 def test_nbgrader_is_patched_in_one_module_only():
     """Issue 38: every assignment into nbgrader's modules lives in tfperf_lab/grading/nbgrader_patches.py, with its reason."""
     import pathlib
