@@ -4,7 +4,10 @@ import numpy as np
 
 from tfperf import env, timing
 from tfperf_lab.speed import doctor
+from tfperf_lab.publish import campaigns, readme
 from pipeline import COURSE
+
+CAMPAIGNS = campaigns.load_campaigns(readme.flake_folder(COURSE))
 
 
 def noise(spread: float, rounds: int = 500, *, burst_every: int = 0, seed: int = 0) -> doctor.Noise:
@@ -17,16 +20,16 @@ def noise(spread: float, rounds: int = 500, *, burst_every: int = 0, seed: int =
 
 
 def test_a_quiet_machine_can_grade_every_check_and_a_bursty_one_cannot():
-    quiet = doctor.verdicts(COURSE, noise(0.02), virtual=10_000)
+    quiet = doctor.verdicts(COURSE, CAMPAIGNS, noise(0.02), virtual=10_000)
     assert quiet and all(v.reliable for v in quiet), [v for v in quiet if not v.reliable]
-    bursty = doctor.verdicts(COURSE, noise(0.3, burst_every=10), virtual=10_000)
+    bursty = doctor.verdicts(COURSE, CAMPAIGNS, noise(0.3, burst_every=10), virtual=10_000)
     assert any(not v.reliable for v in bursty)
     lines = doctor.report(noise(0.3, burst_every=10), bursty)
     assert "NOT reliable" in "\n".join(lines) and lines[-1].startswith(f"{sum(v.reliable for v in bursty)} of {len(bursty)} speed checks")
 
 
 def test_every_speed_check_with_a_campaign_has_a_recorded_effect():
-    found = doctor.effects(COURSE)
+    found = doctor.effects(COURSE, CAMPAIGNS)
     named = {(lesson.id, names[0]) for lesson in COURSE.lessons for names in lesson.speed_checks().values() if len(names) == 1}
     assert named <= set(found), named - set(found)
     from tfperf_lab.speed import replay

@@ -263,12 +263,13 @@ def cmd_doctor(args) -> int:
     reliably here (the recorded effects through the shipped rule, 10,000 virtual gradings each)."""
     import json
 
+    from .publish import campaigns, readme
     from .speed import doctor
 
     course = _course(args)
     print(f"measuring this machine's noise for {args.seconds:g} s (keep it as it will be when it grades) ...", flush=True)
     noise = doctor.measure(args.seconds)
-    found = doctor.verdicts(course, noise)
+    found = doctor.verdicts(course, campaigns.load_campaigns(readme.flake_folder(course)), noise)
     print("\n".join(doctor.report(noise, found)))
     if args.json:
         data = {"state": noise.state, "spread": noise.spread, "worst": noise.worst, "rounds": len(noise.ratios),

@@ -8,6 +8,7 @@
 - `skipping`: the demonstrations a graded run leaves out (no answer or test reads them).
 - `lint`: the rules a lesson notebook keeps (``tfperf-lab lint``).
 - `variants`: the registry of correct-but-unoptimized answers the tests and the flake campaigns grade.
+- `scratch`: folders a grading process makes, named for its pid, and the sweep of those a dead process left.
 - `config`: the tool's settings in one typed place (`GradingConfig`, `DEFAULTS`) and the environment variables.
 
 The bottom floor of the tool: imports nothing of the other folders and never nbgrader.

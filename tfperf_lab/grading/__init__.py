@@ -9,7 +9,8 @@
 4. `batch`: a class folder or one learner's ``check``: workers, resume, CSV, feedback (`feedback`, `results`), and the
    class page for the instructor (`classpage`: ``WORK/class/index.html``).
 
-`untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors). Also here,
+`untrusted` checks what goes into a sandbox and caps and sanitizes what comes out (nbgrader preprocessors);
+`nbgrader_patches` holds the tool's only two changes to nbgrader, each with its reason. Also here,
 because they grade: `exchange` (nbgrader's JupyterHub exchange), `flake` (a flake campaign grades answers many times),
 `appeal` (``tfperf-lab regrade``: a contested submission's speed checks judged N more times, an appeal bundle) and
 `exports` (``tfperf-lab export``: a graded work folder's grades for Canvas, Gradescope and PrairieLearn). The only

@@ -26,7 +26,7 @@ import socket
 import sys
 import uuid
 
-from ..isolation import scratch
+from ..course import scratch
 from .job import Job, JobDone, run_job
 
 SCRATCH_PREFIX = "tfperf-job-"

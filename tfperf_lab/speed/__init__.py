@@ -4,7 +4,9 @@
   serves the baselines, and pausing the jobs that share cores while one measures;
 - `reference`: that clean process (``python -I -m tfperf_lab.speed.reference``): the instructor's source only;
 - `timer`: the grader's clock, in a process of its own: chained batches, rounds a burst disturbed dropped, a hard bound
-  per check; its loop and decision rule are `tfperf.timing.paired_rounds`'.
+  per check; its loop and decision rule are `tfperf.timing.paired_rounds`' (the rule: `tfperf.stats`);
+- `replay`: recorded campaigns decided again under any rule and threshold, and virtual gradings from their rounds;
+- `doctor`: this machine's timing noise, and check by check whether it can grade speed reliably (``tfperf-lab doctor``).
 
 Imports the learner library (`tfperf`) and the course's notebook helpers; never nbgrader.
 """

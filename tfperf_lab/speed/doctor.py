@@ -117,16 +117,15 @@ class Verdict:
         return self.false_fail[1] < RELIABLE and (self.false_pass is None or self.false_pass[1] < RELIABLE)
 
 
-def effects(course) -> dict[tuple[str, str], tuple[float, float | None]]:
+def effects(course, campaigns: list[dict]) -> dict[tuple[str, str], tuple[float, float | None]]:
     """(lesson, check name) -> (the reference's lowest median speedup, the highest of the unoptimized answers the speed
     check itself must fail) over the committed campaigns with a load beside (any rule: a median does not depend much on
     when the rounds stopped). An unoptimized answer faster than the threshold is left out: its cell's structural test
     fails it, not the timing. A row that mixes several checks of one cell counts only when it kept its rounds per check."""
     from ..course import notebook
-    from ..publish import campaigns, readme
 
     found: dict[tuple[str, str], list[list[float]]] = {}
-    for campaign in campaigns.load_campaigns(readme.flake_folder(course)):
+    for campaign in campaigns:
         if not (campaign.get("hogs") or campaign.get("bursts")):
             continue
         for row in campaign["rows"]:
@@ -147,9 +146,10 @@ def effects(course) -> dict[tuple[str, str], tuple[float, float | None]]:
     return {key: (min(ref), max(slow) if slow else None) for key, (ref, slow) in found.items() if ref}
 
 
-def verdicts(course, noise: Noise, *, virtual: int = 10_000, block: int = 5) -> list[Verdict]:
-    """Every speed check with a recorded effect, judged against this machine's noise (see the module docstring)."""
-    recorded = effects(course)
+def verdicts(course, campaigns: list[dict], noise: Noise, *, virtual: int = 10_000, block: int = 5) -> list[Verdict]:
+    """Every speed check with a recorded effect in ``campaigns``, judged against this machine's noise (see the module
+    docstring)."""
+    recorded = effects(course, campaigns)
     out = []
     for lesson in course.lessons:
         nb = lesson.source_notebook()

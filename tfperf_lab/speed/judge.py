@@ -44,7 +44,7 @@ import time
 from tfperf.report import Record
 
 from ..course import notebook
-from ..isolation import scratch
+from ..course import scratch
 from . import TECHNIQUE, timer
 from tfperf import link, timing
 
