@@ -21,7 +21,8 @@ SCRIPT = "<script>alert(1)</script>"
 BROWSER = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 RANGES = {"01_first": {"fast_vs_slow": {"low": 4.0, "high": 6.0, "runs": 3}}}
 MACHINE = {"tensorflow": "2.99.0", "python": "3.11.2", "platform": "Linux x86_64", "cpu_count": 2, "gpus": [],
-           "profile": "full"}
+           "profile": "full", "machine": {"cpu_model": "AMD EPYC 7B13", "governor": None, "cpu_max": "max 100000", "load1": 2.5,
+                                          "cores": 2, "steal_share": 0.031, "throttled_share": 0.0}}
 NOW = datetime.datetime(2026, 12, 3, 17, 30, tzinfo=datetime.timezone.utc)
 
 
@@ -116,6 +117,7 @@ def test_the_page_shows_every_section(page):
     machine = _section(text, "machine")
     assert "2.99.0" in machine and "Linux x86_64" in machine and "2026-12-03 17:30" in machine and ">7<" in machine
     assert "reduced" in machine and "full" not in machine, "the profile gradings run in, not this process's"
+    assert "AMD EPYC 7B13" in machine and "3.1%" in machine and "stolen by the hypervisor" in machine, "the machine's state while grading"
     for image in re.findall(r'<img src="([^"]+)"', text):
         assert (path.parent / image).stat().st_size > 1000, image
     assert len(re.findall(r"<img ", text)) == 4, "a bar chart and a strip plot per lesson"

@@ -195,7 +195,11 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     grades nothing. Raises `NoSubmissions` for an empty folder and
     `tfperf_lab.isolation.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
     """
+    from tfperf import env as tf_env
+
     from ..isolation import sandbox
+
+    before = tf_env.cpu_times()  # the class page records what the machine did while it graded
 
     if not cluster:
         sandbox.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
@@ -235,7 +239,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     grades = write_csv(results, csv_path or work.grades_csv)
     try:  # every row of the class, resumed ones too; workers only when some ran now
         classpage.write(results, classpage.folder(work), course=course, workers=workers if queued else None,
-                        csv=grades)
+                        csv=grades, machine=tf_env.fingerprint(before))
     except Exception as error:  # noqa: BLE001  (the grades are written: a page that cannot be drawn loses none)
         warnings.warn(f"the class page could not be written: {type(error).__name__}: {error}", stacklevel=2)
     return results

@@ -34,7 +34,11 @@ PAGE = "index.html"
 PROFILE = "reduced"  # the profile every grading runs lessons in (tfperf.env.profile under nbgrader)
 SLOWEST = 10
 NAMES = {"cpu_count": "cores", "gpus": "GPUs", "tensorflow": "TensorFlow", "keras": "Keras", "numpy": "NumPy",
-         "python": "Python", "hosted": "hosted notebook service"}  # `tfperf.env.fingerprint`'s keys, as shown
+         "python": "Python", "hosted": "hosted notebook service",  # `tfperf.env.fingerprint`'s keys, as shown
+         # and `tfperf.env.machine_state`'s: what the machine did while the class was graded
+         "cpu_model": "CPU", "governor": "frequency governor", "cpu_max": "cgroup CPU quota (cpu.max)",
+         "load1": "load average (1 min) at the end", "steal_share": "CPU time stolen by the hypervisor while grading",
+         "throttled_share": "periods the cgroup was throttled while grading", "throttled_seconds": "seconds throttled"}
 PASSED_COLOUR, FAILED_COLOUR, MIXED_COLOUR = "#2ca02c", "#d62728", "#ff7f0e"
 WITHHELD = ("review", "rejected")  # a person looks (or looked) before these pay: neither passed nor failed
 
@@ -416,7 +420,10 @@ def _machine_section(results: list[SubmissionResult], machine: dict, workers: in
         rows.append(["grades (CSV)", f"<code>{_e(csv)}</code>"])
     rows.append(["profile the lessons are graded in", PROFILE])
     rows += [[_e(NAMES.get(key, key)), _e(_said(value))]
-             for key, value in machine.items() if key != "profile"]  # the profile of this process, not of the gradings
+             for key, value in machine.items() if key not in ("profile", "machine")]  # this process's profile, not the gradings'
+    state = machine.get("machine") or {}
+    rows += [[_e(NAMES.get(key, key)), _e(f"{value:.1%}" if key.endswith("_share") and isinstance(value, float) else _said(value))]
+             for key, value in state.items() if key != "cores"]
     return ['<h2 id="machine">6. The grading machine</h2>', _table([], rows)]
 
 
