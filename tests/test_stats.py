@@ -106,3 +106,12 @@ def test_every_comparison_and_record_names_the_rule_that_decided_it():
     ticks = iter(range(10**7))
     result = timing.compare(lambda: None, lambda: None, clock=lambda: next(ticks) * 1e-3, budget=1.0)
     assert result.rule == stats.RULE and result.to_dict()["rule"] == stats.RULE
+
+
+def test_too_few_rounds_for_an_interval_are_said_so_not_divided_by_zero():
+    ticks = iter(range(10**7))
+    result = timing.compare(lambda: None, lambda: None, clock=lambda: next(ticks) * 1e-3, min_rounds=3, max_rounds=5)
+    assert result.ci == (0.0, math.inf) and result.words == "no measurable difference"
+    assert "no 95% interval yet: 5 rounds, at least 8 are needed" in result.describe()
+    assert "too few rounds to tell" in result.describe() and "at least 8 are needed" in result.summary()
+    result.plot()

@@ -127,7 +127,8 @@ def comparison(result, *, ax=None):
     rounds = np.arange(1, result.rounds + 1)
     ax.plot(rounds, result.ratios, "o", color="tab:blue", alpha=0.7, label="round")
     ax.axhline(result.speedup, color="tab:blue", label=f"median {result.speedup:.2f}x")
-    ax.axhspan(*result.ci, color="tab:blue", alpha=0.15, label=f"{result.confidence:.0%} CI")
+    if np.all(np.isfinite(result.ci)) and result.ci[0] > 0:  # too few rounds: no interval to draw
+        ax.axhspan(*result.ci, color="tab:blue", alpha=0.15, label=f"{result.confidence:.0%} CI")
     ax.axhline(1.0, color="black", linewidth=0.8)
     if result.threshold is not None:
         ax.axhline(result.threshold, color="tab:red", linestyle="--", label=f"threshold {result.threshold:g}x")
@@ -210,6 +211,7 @@ def speedup_vs_time(results: Sequence, *, saving: float | None = None, ax=None):
     times = np.array([r.baseline.median for r in results])
     values = np.array([r.speedup for r in results])
     errors = np.array([[r.speedup - r.ci[0] for r in results], [r.ci[1] - r.speedup for r in results]]).clip(min=0)
+    errors[~np.isfinite(errors)] = 0  # too few rounds for an interval: no bar
     ax.errorbar(times * 1e3, values, yerr=errors, fmt="o", capsize=3, color="tab:blue", label="measured")
     for r, t, v in zip(results, times, values):
         ax.annotate(r.candidate.label, (t * 1e3, v), textcoords="offset points", xytext=(5, 5), fontsize="small")

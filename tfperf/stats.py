@@ -36,7 +36,7 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
-__all__ = ["RULE", "clopper_pearson", "confidence_sequence", "decided", "e_value", "median_interval", "needed"]
+__all__ = ["RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "median_interval", "needed", "shown"]
 
 # The decision rule's version. It is written into every `tfperf.timing.Comparison`, every record, every speed check's
 # fingerprint and every campaign row: figures and campaigns measured under another rule stop counting.
@@ -138,6 +138,21 @@ def clopper_pearson(events: int, trials: int, confidence: float = 0.95) -> tuple
     low = 0.0 if events == 0 else bisect(True, lambda p: 1 - _binomial_cdf(events - 1, trials, p))
     high = 1.0 if events == trials else bisect(False, lambda p: _binomial_cdf(events, trials, p))
     return low, high
+
+
+def shown(ci: tuple[float, float], confidence: float = 0.95, rounds: int | None = None) -> str:
+    """An interval as the course prints it: ``"95% CI 1.20-1.45x"``, or, before enough rounds for any interval (the
+    sequence is (0, inf) until then), what is missing."""
+    low, high = ci
+    if low > 0 and math.isfinite(high):
+        return f"{confidence:.0%} CI {low:.2f}-{high:.2f}x"
+    first = next(n for n in range(1, 1000) if needed(n, round(1 - confidence, 12)) is not None)
+    return f"no {confidence:.0%} interval yet: " + (f"{rounds} rounds, " if rounds is not None else "") + f"at least {first} are needed"
+
+
+def bounded(ci: tuple[float, float]) -> bool:
+    """Whether an interval says anything (enough rounds): a positive lower bound and a finite upper one."""
+    return ci[0] > 0 and math.isfinite(ci[1])
 
 
 def decided(ci: tuple[float, float], threshold: float | None, tolerance: float) -> bool:

@@ -190,12 +190,14 @@ class Comparison:
         low, high = self.ci
         if self.words != "no measurable difference":
             words = f"{self.words} on this run"
+        elif not _stats.bounded(self.ci):
+            words = "too few rounds to tell on this run"
         elif high / low > 1.5:
             words = "too noisy to tell on this run (the interval is wide and reaches 1x): run it again on a quieter machine"
         else:
             words = "no measurable difference on this run (the interval reaches 1x)"
         sentence = (f"{self.candidate.label} against {self.baseline.label}: {self.speedup:.2f}x "
-                    f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x): {words}.")
+                    f"({_stats.shown(self.ci, self.confidence, self.rounds)}): {words}.")
         if seen is None:
             return sentence
         least, most = float(seen[0]), float(seen[1])
@@ -240,7 +242,7 @@ class Comparison:
                         "comes and goes), which moves the two statistics apart; quote the paired speedup and its interval")
         return (
             f"{self.candidate.label} vs {self.baseline.label}: {verdict}, the median of {self.rounds} paired per-round ratios "
-            f"({self.confidence:.0%} CI {low:.2f}-{high:.2f}x) [{medians}]"
+            f"({_stats.shown(self.ci, self.confidence)}) [{medians}]"
         )
 
     def to_dict(self) -> dict:

@@ -25,6 +25,8 @@ import json
 import pathlib
 import re
 
+from tfperf import stats
+
 from ..course import Course, Lesson, WorkFolder, notebook
 from .decisions import saved_results
 from .results import SubmissionResult
@@ -98,7 +100,7 @@ def _number(value: float) -> str:
 def _measurement(item) -> str:
     """One measured speedup, as the course's report says it."""
     kind = "speed check" if item.threshold else "measured"
-    line = f"{kind} {item.name}: {item.speedup:.2f}x (95% CI {item.ci[0]:.2f}-{item.ci[1]:.2f}x"
+    line = f"{kind} {item.name}: {item.speedup:.2f}x ({stats.shown(item.ci)}"
     if item.threshold:
         line += f", needs >= {item.threshold:g}x): " + ("passed" if item.passed else "failed")
     else:

@@ -20,6 +20,7 @@ import nbformat
 from tqdm.auto import tqdm
 
 import tfperf
+from tfperf import stats
 from tfperf.report import RECORD_VARIABLE, Record, load_records
 from tfperf.units import format_seconds
 
@@ -70,7 +71,8 @@ def _row(lesson: Lesson, item: Record) -> str:
     base, cand = item.baseline, item.candidate
     low, high = item.ci
     return (f"| {lesson.id} | {item.name} | {base['label']}: {format_seconds(base['median'])} | "
-            f"{cand['label']}: {format_seconds(cand['median'])} | **{item.speedup:.2f}x** ({low:.2f}-{high:.2f}) | "
+            f"{cand['label']}: {format_seconds(cand['median'])} | **{item.speedup:.2f}x** "
+            f"({f'{low:.2f}-{high:.2f}' if stats.bounded(item.ci) else 'too few rounds for an interval'}) | "
             f"{claim(item.to_dict())} |")
 
 
