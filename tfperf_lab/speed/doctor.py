@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from tfperf import env as tf_env, stats
+from tfperf import env as tf_env, stats, timing
 
 from . import replay, timer
 
@@ -73,15 +73,15 @@ def measure(seconds: float = SECONDS, *, work=None, clock=time.perf_counter) -> 
     work = work or _workload()
     for _ in range(3):
         work()
-    one = min(_timed(work, 1, clock) for _ in range(5))
+    one = min(timing._run(work, 1, clock) for _ in range(5))  # the harness's own sample: seconds per call
     calls = max(1, round(SAMPLE / max(one, 1e-7)))
     before, began, pid = tf_env.cpu_times(), clock(), os.getpid()
     pairs, durations, waits = [], [], []
     index = 0
     while clock() - began < seconds:
         started, waited = clock(), timer.run_delay(pid)
-        first = _timed(work, calls, clock)
-        second = _timed(work, calls, clock)
+        first = timing._run(work, calls, clock)
+        second = timing._run(work, calls, clock)
         after = timer.run_delay(pid)
         a, b = (first, second) if index % 2 == 0 else (second, first)
         pairs.append((a, b))
@@ -92,13 +92,6 @@ def measure(seconds: float = SECONDS, *, work=None, clock=time.perf_counter) -> 
         index += 1
     ratios = np.array([a / b for a, b in pairs])
     return Noise(ratios, np.array(durations), np.array(timer.undisturbed(waits), dtype=bool), tf_env.machine_state(before))
-
-
-def _timed(work, calls: int, clock) -> float:
-    start = clock()
-    for _ in range(calls):
-        work()
-    return clock() - start
 
 
 @dataclasses.dataclass(frozen=True)
