@@ -115,3 +115,17 @@ def test_too_few_rounds_for_an_interval_are_said_so_not_divided_by_zero():
     assert "no 95% interval yet: 5 rounds, at least 8 are needed" in result.describe()
     assert "too few rounds to tell" in result.describe() and "at least 8 are needed" in result.summary()
     result.plot()
+
+
+def test_a_budget_never_stops_the_loop_before_the_rule_can_decide():
+    """A lesson 07 reference once failed its check: min_rounds 6, a budget spent after 7 slow rounds, and a sequence
+    that cannot be bounded before 8. The loop now measures at least `stats.fewest` rounds; a loop with the old early
+    stop (the minimum forced back down) is undecided on the same rounds, so this test can fail."""
+    assert stats.fewest(0.95) == 8 and stats.fewest(0.99) > 8
+    for floor, decides in ((stats.fewest, True), (lambda confidence: 2, False)):
+        fake = Rounds(6.0, 0.1, seed=1)  # a clear 6x effect, every round 10 ms
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(stats, "fewest", floor)
+            measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock)
+        assert stats.bounded(measured.ci) is decides and (measured.ci[0] >= 2.0) is decides, measured
+        assert len(measured.samples[0]) == (8 if decides else 7), measured

@@ -36,7 +36,8 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
-__all__ = ["RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "median_interval", "needed", "shown"]
+__all__ = ["RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest", "median_interval", "needed",
+           "shown"]
 
 # The decision rule's version. It is written into every `tfperf.timing.Comparison`, every record, every speed check's
 # fingerprint and every campaign row: figures and campaigns measured under another rule stop counting.
@@ -67,6 +68,14 @@ def needed(n: int, alpha: float) -> int | None:
         else:
             low = middle + 1
     return low
+
+
+@functools.lru_cache(maxsize=None)
+def fewest(confidence: float = 0.95) -> int:
+    """The fewest rounds after which the sequence at ``confidence`` can be bounded at all (8 at 95%): a loop that stops
+    earlier, for its time budget say, can only report "undecided", so `tfperf.timing.paired_rounds` never does."""
+    alpha = round(1 - confidence, 12)
+    return next(n for n in range(1, 10_000) if needed(n, alpha) is not None)
 
 
 def confidence_sequence(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -146,8 +155,7 @@ def shown(ci: tuple[float, float], confidence: float = 0.95, rounds: int | None 
     low, high = ci
     if low > 0 and math.isfinite(high):
         return f"{confidence:.0%} CI {low:.2f}-{high:.2f}x"
-    first = next(n for n in range(1, 1000) if needed(n, round(1 - confidence, 12)) is not None)
-    return f"no {confidence:.0%} interval yet: " + (f"{rounds} rounds, " if rounds is not None else "") + f"at least {first} are needed"
+    return f"no {confidence:.0%} interval yet: " + (f"{rounds} rounds, " if rounds is not None else "") + f"at least {fewest(confidence)} are needed"
 
 
 def bounded(ci: tuple[float, float]) -> bool:

@@ -122,7 +122,8 @@ def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check
     spent = np.cumsum(np.where(kept, seconds, 0.0), axis=1)  # a dropped round costs no budget (`paired_rounds`)
     span = np.cumsum(seconds, axis=1)
     need = table[count]
-    looked = (np.arange(length)[None] + 1 >= check.min_rounds) & (count >= check.min_rounds)
+    least = min(check.max_rounds, max(check.min_rounds, stats.fewest(check.confidence)))  # as `paired_rounds` does
+    looked = (np.arange(length)[None] + 1 >= least) & (count >= least)
     out_of_time = spent > check.budget
     stops = looked & (((span >= min_span) & ((above >= need) | (below >= need))) | out_of_time)
     stops[:, min(length, check.max_rounds) - 1:] |= looked[:, min(length, check.max_rounds) - 1:]
