@@ -1,7 +1,9 @@
 """Helpers of the pipeline tests: the course under test, submissions built from its own notebooks, and grading them."""
 
+import ast
 import contextlib
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -38,6 +40,61 @@ def with_changes(lesson: Lesson, changes: dict[str, dict[str, str]]) -> dict:
 def with_solution(lesson: Lesson, grade_id: str, replace: dict[str, str]) -> dict:
     """The reference solution with text replacements applied to one solution cell."""
     return with_changes(lesson, {grade_id: replace})
+
+
+@functools.lru_cache(maxsize=1)
+def _transformer():
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager()
+
+
+def _binds_and_reads(source: str) -> tuple[set[str], set[str]] | None:
+    """The names a cell binds and the names it reads (a string that is a name counts as read: ``globals()["x"]``),
+    by a plain reading of its Python with IPython's magics turned into calls; None when it does not parse."""
+    try:
+        tree = ast.parse(_transformer().transform_cell(source))
+    except SyntaxError:
+        return None
+    binds, reads = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (binds if isinstance(node.ctx, (ast.Store, ast.Del)) else reads).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            binds |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            reads.add(node.value)
+    return binds, reads
+
+
+def lean(lesson: Lesson, nb: dict) -> dict:
+    """``nb`` with the lesson's demonstrations emptied where no later cell reads a name they bind, as a learner may
+    delete them: the instructor's plain code cells (no nbgrader role, not a speed fixture) whose text is unchanged.
+    Every cell a learner wrote or edited, every answer, test and fixture, and every cell they need, still run.
+
+    The test run's class grades answers built to lose points this way (a class of 85 notebooks spent about a third of
+    its time on demonstrations no test reads); the references, the untouched student versions and the honest corpus
+    run in full, so the demonstrations are graded too."""
+    nb = notebook.copy(nb)
+    theirs = {cell.get("id"): notebook.source(cell) for cell in lesson.source_notebook()["cells"]}
+    needed: set[str] = set()
+    for cell in reversed(nb["cells"]):
+        if cell.get("cell_type") != "code":
+            continue
+        source = notebook.source(cell)
+        names = _binds_and_reads(source)
+        if names is None:
+            continue
+        role = notebook.nbgrader_meta(cell)
+        plain = (not (role.get("grade") or role.get("solution") or role.get("locked"))
+                 and notebook.FIXTURE_TAG not in cell.get("metadata", {}).get("tags", []) and theirs.get(cell.get("id")) == source)
+        if plain and not names[0] & needed:
+            cell["source"], cell["outputs"], cell["execution_count"] = "", [], None
+            continue
+        needed |= names[1]
+    return nb
 
 
 def scores(result) -> dict[str, float | None]:
@@ -98,6 +155,7 @@ class GradedClass:
         self.printed = ""  # what `tfperf-lab grade` printed
         self.code: int | None = None  # its exit code
         self.left_behind: list[str] = []
+        self.work: pathlib.Path | None = None  # the grading's work folder (its release/ holds every lesson it graded)
 
     def add(self, module: str, lesson_id: str, name: str, nb: dict) -> None:
         digest = hashlib.sha256(json.dumps(nb, sort_keys=True).encode()).hexdigest()
@@ -109,10 +167,14 @@ class GradedClass:
         self.names[(module, lesson_id, name)] = known[1]
 
     def add_module(self, module) -> None:
+        """The module's submissions; each one but a lesson's reference, and those ``module.runs_in_full(name)`` names,
+        runs `lean`."""
         lesson = getattr(module, "LESSON", None)
+        in_full = getattr(module, "runs_in_full", lambda name: False)
         for key, nb in module.class_submissions().items():
             lesson_id, name = key if isinstance(key, tuple) else (lesson.id, key)
-            self.add(module.__name__, lesson_id, name, nb)
+            of = COURSE.lesson(lesson_id)
+            self.add(module.__name__, lesson_id, name, nb if in_full(name) or nb == of.source_notebook() else lean(of, nb))
 
     def grade(self, tmp_path_factory) -> None:
         """Grade the class with the instructor's command; kernels get a temporary folder of their own, and what they
@@ -120,6 +182,7 @@ class GradedClass:
         from tfperf_lab import cli
 
         folder, work, elsewhere = (tmp_path_factory.mktemp(name) for name in ("class", "class_work", "elsewhere"))
+        self.work = work
         for (lesson_id, student), nb in self.notebooks.items():
             write_submission(folder, student, COURSE.lesson(lesson_id), nb)
         printed = io.StringIO()

@@ -129,3 +129,12 @@ def test_a_budget_never_stops_the_loop_before_the_rule_can_decide():
             measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock)
         assert stats.bounded(measured.ci) is decides and (measured.ci[0] >= 2.0) is decides, measured
         assert len(measured.samples[0]) == (8 if decides else 7), measured
+
+
+def test_a_dropped_round_does_not_let_the_budget_stop_the_loop_short_of_the_rule():
+    """A lesson 07 answer once failed so: 8 rounds, one dropped (a burst), the budget spent at 7 kept. The loop goes
+    on to 8 kept rounds and decides."""
+    fake = Rounds(6.0, 0.1, seed=2)
+    all_but_fifth = lambda count: [i != 4 for i in range(count)]  # noqa: E731
+    measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock, keep=all_but_fifth)
+    assert measured.dropped == 1 and len(measured.samples[0]) == 8 and measured.ci[0] >= 2.0, measured

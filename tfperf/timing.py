@@ -450,13 +450,14 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
     ``keep(count)`` says which of the rounds so far count (the grader drops rounds
     a neighbour's burst landed on); all count without it. A dropped round costs no budget: ``budget`` bounds the time
     outside dropped rounds, so a burst cannot run a check out of time (the grader's hard bound still caps it).
-    ``min_rounds`` is raised to `tfperf.stats.fewest` (8 at 95%) when below it: stopped earlier, for its budget, a loop
-    could only report "undecided", which a speed check scores as a fail whatever the answer (a lesson 07 reference
-    once failed so, its budget spent after 7 slow rounds).
+    The loop never stops, for its budget either, before `tfperf.stats.fewest` rounds are kept (8 at 95%): stopped
+    earlier it could only report "undecided", which a speed check scores as a fail whatever the answer (lesson 07's
+    reference once failed so, its budget spent after 7 slow rounds, and a correct answer with 7 kept of 8).
     """
     if min_rounds < 2 or max_rounds < min_rounds:
         raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
-    min_rounds = min(max_rounds, max(min_rounds, _stats.fewest(confidence)))
+    least = _stats.fewest(confidence)  # kept rounds before any stop, the budget's included
+    min_rounds = min(max_rounds, max(min_rounds, least))
     clock = clock or _CLOCK
     began = clock()
     samples: tuple[list[float], list[float]] = ([], [])
@@ -474,7 +475,7 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
         flags = keep(index + 1) if keep else [True] * (index + 1)
         kept = [i for i, k in enumerate(flags) if k]
         out_of_time = clock() - began - sum(d for d, k in zip(durations, flags) if not k) > budget
-        if len(kept) < min_rounds and not out_of_time:
+        if len(kept) < least or (len(kept) < min_rounds and not out_of_time):
             continue
         chosen = kept or list(range(index + 1))
         ci = _stats.confidence_sequence([samples[0][i] / samples[1][i] for i in chosen], confidence)

@@ -122,9 +122,11 @@ def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check
     spent = np.cumsum(np.where(kept, seconds, 0.0), axis=1)  # a dropped round costs no budget (`paired_rounds`)
     span = np.cumsum(seconds, axis=1)
     need = table[count]
-    least = min(check.max_rounds, max(check.min_rounds, stats.fewest(check.confidence)))  # as `paired_rounds` does
-    looked = (np.arange(length)[None] + 1 >= least) & (count >= least)
+    # as `paired_rounds` does: no stop before `stats.fewest` kept rounds, nor before min_rounds kept unless out of time
+    fewest = stats.fewest(check.confidence)
+    least = min(check.max_rounds, max(check.min_rounds, fewest))
     out_of_time = spent > check.budget
+    looked = (np.arange(length)[None] + 1 >= least) & (count >= fewest) & ((count >= least) | out_of_time)
     stops = looked & (((span >= min_span) & ((above >= need) | (below >= need))) | out_of_time)
     stops[:, min(length, check.max_rounds) - 1:] |= looked[:, min(length, check.max_rounds) - 1:]
     first = np.where(stops.any(axis=1), stops.argmax(axis=1), -1)
