@@ -3,6 +3,7 @@
 - `judge`: per graded submission, the sockets a kernel's speed checks connect to, the clean `reference` process that
   serves the baselines, and pausing the jobs that share cores while one measures;
 - `reference`: that clean process (``python -I -m tfperf_lab.speed.reference``): the instructor's source only;
+- `zygote`: the warm parent the reference processes are forked from (TensorFlow imported once per grading process);
 - `timer`: the grader's clock, in a process of its own: chained batches, rounds a burst disturbed dropped, a hard bound
   per check; its loop and decision rule are `tfperf.timing.paired_rounds`' (the rule: `tfperf.stats`);
 - `replay`: recorded campaigns decided again under any rule and threshold, and virtual gradings from their rounds;

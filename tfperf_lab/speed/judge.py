@@ -12,8 +12,9 @@ reference's on the same inputs. The median ratio, its confidence sequence and th
 and become the `Record` the score stage uses; the kernel only hears the verdict.
 
 The reference process starts when the first candidate says hello, not with the submission: a notebook that never reaches
-a speed check (an untouched or half-finished one, a crash) costs no second TensorFlow import and no fixture cells. The
-candidate waits those seconds at its first check; the wait is not timed.
+a speed check (an untouched or half-finished one, a crash) costs no fixture cells. The candidate waits those seconds at
+its first check; the wait is not timed. It is forked from the grading process's zygote (`tfperf_lab.speed.zygote`), which
+imported TensorFlow once for every submission, or started the plain way where no zygote can serve.
 
 Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process and the timer all on the job's cores)
 measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
@@ -45,7 +46,7 @@ from tfperf.report import Record
 
 from ..course import notebook
 from ..course import scratch
-from . import TECHNIQUE, timer
+from . import TECHNIQUE, timer, zygote
 from tfperf import link, timing
 
 from .timer import Failed, Side
@@ -242,8 +243,13 @@ class Judge:
                                          "HOME": str(self.folder / "reference"), "TMPDIR": str(self.folder / "reference"),
                                          "MPLCONFIGDIR": str(self.folder / "reference" / ".matplotlib")}
         env.pop("TFPERF_RECORD", None)
-        pin = ["--cpus", ",".join(map(str, self.cpus))] if self.cpus else []
-        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.speed.reference", str(self.source), *pin], env=env,
+        argv = [str(self.source), *(["--cpus", ",".join(map(str, self.cpus))] if self.cpus else [])]
+        try:  # forked from this process's zygote: TensorFlow already imported (`tfperf_lab.speed.zygote`)
+            self._reference = zygote.spawn(argv, env=env, cwd=self.folder / "reference", log=self.folder / "reference.log")
+            return
+        except zygote.Unavailable:
+            pass
+        self._reference = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.speed.reference", *argv], env=env,
                                            cwd=self.folder / "reference", stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                            start_new_session=True)
 
