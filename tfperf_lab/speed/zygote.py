@@ -219,6 +219,8 @@ def spawn(argv: list[str], *, env: dict[str, str], cwd: pathlib.Path, log: pathl
     """Fork ``python -m tfperf_lab.speed.reference ARGV`` from this grading process's zygote for ``env`` (started on
     first use): environment ``env``, working folder ``cwd``, stdout and stderr appended to ``log``, a session of its own.
     Raises `Unavailable` when no zygote can serve (the caller then starts the process itself)."""
+    if sys.platform != "linux":  # forking after TensorFlow's import is known to work on Linux only (macOS: fork safety)
+        raise Unavailable(f"no zygote on {sys.platform}")
     key = tuple(sorted((name, value) for name, value in env.items() if name not in PER_JUDGE))
     with _LOCK:
         if key in _FAILED:
