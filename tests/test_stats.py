@@ -138,3 +138,10 @@ def test_a_dropped_round_does_not_let_the_budget_stop_the_loop_short_of_the_rule
     all_but_fifth = lambda count: [i != 4 for i in range(count)]  # noqa: E731
     measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock, keep=all_but_fifth)
     assert measured.dropped == 1 and len(measured.samples[0]) == 8 and measured.ci[0] >= 2.0, measured
+
+
+def test_a_demonstration_without_a_threshold_keeps_its_budget():
+    """No threshold, no verdict at stake: the lesson's own budget and min_rounds stop the loop (it says undecided)."""
+    fake = Rounds(6.0, 0.1, seed=3)
+    measured = timing.paired_rounds(fake.pair, threshold=None, min_rounds=4, budget=0.045, clock=fake.clock)
+    assert len(measured.samples[0]) == 5 and not stats.bounded(measured.ci), measured

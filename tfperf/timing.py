@@ -450,13 +450,16 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
     ``keep(count)`` says which of the rounds so far count (the grader drops rounds
     a neighbour's burst landed on); all count without it. A dropped round costs no budget: ``budget`` bounds the time
     outside dropped rounds, so a burst cannot run a check out of time (the grader's hard bound still caps it).
-    The loop never stops, for its budget either, before `tfperf.stats.fewest` rounds are kept (8 at 95%): stopped
-    earlier it could only report "undecided", which a speed check scores as a fail whatever the answer (lesson 07's
-    reference once failed so, its budget spent after 7 slow rounds, and a correct answer with 7 kept of 8).
+    With a ``threshold`` the loop never stops, for its budget either, before `tfperf.stats.fewest` rounds are kept (8 at
+    95%): stopped earlier it could only report "undecided", which a speed check scores as a fail whatever the answer
+    (lesson 07's reference once failed so, its budget spent after 7 slow rounds, and a correct answer with 7 kept of 8).
+    Without one (a demonstration) the budget may stop it first and the result says it is undecided.
     """
     if min_rounds < 2 or max_rounds < min_rounds:
         raise ValueError(f"need 2 <= min_rounds <= max_rounds; got min_rounds={min_rounds}, max_rounds={max_rounds}")
-    least = _stats.fewest(confidence)  # kept rounds before any stop, the budget's included
+    # With a threshold an undecided loop fails the check: kept rounds before any stop, the budget's included. Without
+    # one (a demonstration) undecided is only printed as such, and the lesson's budget keeps its run time.
+    least = _stats.fewest(confidence) if threshold is not None else 2
     min_rounds = min(max_rounds, max(min_rounds, least))
     clock = clock or _CLOCK
     began = clock()
