@@ -186,6 +186,7 @@ def test_a_check_the_grader_decided_without_measuring_counts_as_the_graders():
     judged = SubmissionResult("s", "01_callable_handles", cells=[cell], judged=True)
     row = flake._row("01_callable_handles", "handle_is_faster", ["exercise_handle_vs_sess_run"], "cheat_forged_record", [judged], 1.0)
     assert row["measured_by"] == "grader" and row["passed"] == 0, row
+    assert row["lost"] == [{"message": "", "notes": [], "machine": [], "judged": True}], row  # why it lost them, kept
     unjudged = SubmissionResult("s", "01_callable_handles", cells=[cell])
     assert flake._row("01_callable_handles", "handle_is_faster", ["x"], "a", [unjudged], 1.0)["measured_by"] == "kernel"
 
@@ -225,6 +226,7 @@ def test_a_campaign_row_keeps_every_grading_s_rounds_for_a_replay():
     assert row["rule"] == stats.RULE
     (grading,) = row["gradings"]
     assert grading["baseline"] == [0.002, 0.0021] and grading["dropped"] == [[1, 0.009, 0.001]] and grading["calls"] == 7
+    assert row["lost"] == [], row  # a passing grading lost nothing
     from tfperf_lab.speed import replay
 
     rounds = replay.Grading.of(grading)

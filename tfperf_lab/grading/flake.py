@@ -137,6 +137,11 @@ def _row(lesson_id: str, cell_id: str, names: list[str], kind: str, graded: list
         # (`tfperf_lab.speed.replay`): kept rounds' seconds per call of each side, dropped ones with their positions
         "rule": measured[0].rule if measured else None,
         "gradings": [_rounds(m) for m in measured],
+        # why each grading that did not earn the cell's points lost them (the cell's message, the grading's notes and
+        # machine faults): a wrong outcome in a campaign is diagnosable from its record, not only counted
+        "lost": [{"message": next((c.message for c in result.cells if c.id == cell_id), ""), "notes": list(result.notes),
+                  "machine": list(result.machine), "judged": result.judged}
+                 for result, score in zip(graded, scores) if score != points],
     }
 
 
