@@ -72,7 +72,7 @@ def test_kill_ends_a_forked_reference_and_its_log_is_kept(tmp_path):
     folder.mkdir()
     child = zygote.spawn([str(long)], env=BASE | {"HOME": str(folder)}, cwd=folder, log=folder / "log")
     deadline = time.monotonic() + 60
-    while "sleeping" not in (folder / "log").read_text() if (folder / "log").exists() else True:
+    while not ((folder / "log").exists() and "sleeping" in (folder / "log").read_text()):
         assert time.monotonic() < deadline and child.poll() is None
         time.sleep(0.1)
     child.kill()

@@ -150,7 +150,8 @@ class Judge:
         self._moved = threading.Condition()  # the runner's progress changed
         self._closed = False
         self._threads: list[threading.Thread] = []
-        self._reference: subprocess.Popen | None = None  # started by the first candidate (`_ensure_reference`)
+        # started by the first candidate (`_ensure_reference`): forked by the zygote, or a plain process
+        self._reference: zygote.Forked | subprocess.Popen | None = None
         self._starting = threading.Lock()
         self.reference_log = ""
 

@@ -123,9 +123,6 @@ class Forked:
         """None while it runs; its exit code is not known to the host, so an ended process reads 0."""
         if self.returncode is None and not self._running(0):
             self.returncode = 0
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
         return self.returncode
 
     def _running(self, timeout: float) -> bool:
@@ -153,6 +150,9 @@ class Forked:
         if self.returncode is None:
             self._running(timeout)
             self.poll()
+        if self._fd is not None:  # closed here only: other judges' threads may still poll it until the judge ends
+            os.close(self._fd)
+            self._fd = None
         try:
             return self.log.read_bytes(), None
         except OSError:
@@ -164,9 +164,8 @@ class _Zygote:
         self.folder = scratch.make(FOLDER_PREFIX, None)
         home = self.folder / "home"
         home.mkdir()
-        own = dict(env) | {"HOME": str(home), "TMPDIR": str(home), "MPLCONFIGDIR": str(home / ".matplotlib")}
-        own.pop("TFPERF_GRADER", None)
-        own.pop("TFPERF_GRADER_ROLE", None)
+        own = {name: value for name, value in env.items() if name not in PER_JUDGE} | {
+            "HOME": str(home), "TMPDIR": str(home), "MPLCONFIGDIR": str(home / ".matplotlib")}
         self.lock = threading.Lock()
         self.process = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.speed.zygote"], env=own, cwd=home,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
