@@ -2,8 +2,8 @@
 
 The instructor releases lesson 01; two simulated students (own home, own Jupyter folders, own
 student config) fetch it; alice submits the reference answers typed into her copy, bob submits the
-release untouched; the instructor collects, autogrades (this course's grader, one notebook at a
-time), generates and releases feedback; each student fetches feedback. Two lesson-01 gradings in all.
+release untouched; the instructor collects, autogrades (this course's grader, two workers as `tfperf-lab grade`
+has), generates and releases feedback; each student fetches feedback. Two lesson-01 gradings in all, side by side.
 """
 
 import concurrent.futures

@@ -57,7 +57,13 @@ def test_the_readme_main_command_records_every_lesson_from_a_fresh_clone(clone):
     assert [lesson["id"][:2] for lesson in summary["lessons"]] == lessons
     for lesson in summary["lessons"]:
         assert lesson["records"] and not lesson["errors"], lesson
-    assert "(nothing recorded)" not in (clone / "report" / "course-report.md").read_text(encoding="utf-8")
+    report = (clone / "report" / "course-report.md").read_text(encoding="utf-8")
+    assert "(nothing recorded)" not in report
+    for lesson in summary["lessons"]:  # the table it prints, and the figure beside it
+        assert f"## {lesson['id']}" in report
+    assert "| speedup (95% CI) |" in report and "x** (" in report, report[:2000]
+    assert (clone / "report" / "course-report.png").stat().st_size > 10_000
+    assert "course-report.md" in done.stdout, done.stdout[-2000:]
 
 
 def test_the_main_job_fails_loudly_when_a_lesson_records_nothing(tmp_path, monkeypatch):

@@ -5,11 +5,7 @@ untouched student version (zero on every autograded cell), and the reference aga
 available and no network (it must still pass, on the generated digits).
 """
 
-import json
 import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -32,23 +28,20 @@ def class_submissions():
 
 @pytest.fixture(scope="session")
 def graded(graded_class, tmp_path_factory):
-    """The references from the class; the untouched student versions two at a time and offline (no TFPERF_DATA, empty
-    Keras cache, no network), so every lesson's own cells also run on the generated digits; lesson 01's reference once
-    more offline."""
+    """The references from the class; in one run of two workers, offline (no TFPERF_DATA, empty Keras cache, no
+    network), the untouched student versions, so every lesson's own cells also run on the generated digits, and lesson
+    01's reference once more."""
     # by this module's name: the class grades a notebook that several modules submit once, under the first one's name
     references = {("reference", lesson.id): graded_class.of("test_pipeline", lesson.id)["reference"] for lesson in LESSONS}
-    results = []
-    work = tmp_path_factory.mktemp("work")
-    untouched, offline = (tmp_path_factory.mktemp(name) for name in ("untouched", "offline"))
+    work, submitted = tmp_path_factory.mktemp("work"), tmp_path_factory.mktemp("untouched")
     for lesson in LESSONS:
-        write_submission(untouched, "untouched", lesson, source=lesson.release)
-    write_submission(offline, "offline", LESSONS[0], source=LESSONS[0].source)
+        write_submission(submitted, "untouched", lesson, source=lesson.release)
+    write_submission(submitted, "offline", LESSONS[0], source=LESSONS[0].source)
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TFPERF_DATA", raising=False)
         patch.setenv("TFPERF_OFFLINE", "1")
         patch.setenv("KERAS_HOME", str(tmp_path_factory.mktemp("empty_keras")))
-        results += batch.grade(COURSE, untouched, work=WorkFolder(work), workers=2, progress=False)
-        results += batch.grade(COURSE, offline, work=WorkFolder(tmp_path_factory.mktemp("offline_work")), with_feedback=False, progress=False)
+        results = batch.grade(COURSE, submitted, work=WorkFolder(work), workers=2, progress=False)
     return references | {(r.student, r.lesson): r for r in results}, work, graded_class.left_behind
 
 
@@ -111,7 +104,7 @@ def test_grades_csv_has_one_column_per_graded_cell(graded):
     header = lines[0].split(",")
     expected = [f"{lesson.id}:{cell['id']}" for lesson in LESSONS for cell in lesson.grade_cells()]
     assert header[:6] == ["student", "lesson", "score", "max_score", "status", "review"] and header[6:] == expected
-    assert len(lines) == 1 + len(LESSONS)  # the last run in this work folder: the untouched versions
+    assert len(lines) == 2 + len(LESSONS)  # the last run in this work folder: the untouched versions and the offline one
 
 
 def test_student_versions_equal_a_fresh_release(graded_class):
@@ -144,16 +137,3 @@ def test_every_lesson_folder_has_a_source_and_a_student_version():
     sources = sorted(p.name for p in COURSE.solutions.iterdir() if p.is_dir())
     released = sorted(p.name for p in COURSE.releases.iterdir() if p.is_dir())
     assert sources == released == [lesson.id for lesson in COURSE.lessons]
-
-
-def test_main_job_prints_the_table_and_writes_the_report(tmp_path):
-    lesson = LESSONS[0]
-    env = dict(os.environ, PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ["PATH"]]))
-    done = subprocess.run([str(pathlib.Path(sys.executable).parent / "tfperf-lab"), "run", lesson.id, "--out", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = (tmp_path / "course-report.md").read_text()
-    assert f"## {lesson.id}" in report and "| speedup (95% CI) |" in report
-    assert "x** (" in report and "(nothing recorded)" not in report
-    assert (tmp_path / "course-report.png").stat().st_size > 10_000
-    assert "course-report.md" in done.stdout

@@ -233,7 +233,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         if remote is not None:
             stack.enter_context(job.executor(remote))
             stack.callback(remote.close)
-        results += _grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
+        results += grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
                                  with_feedback=with_feedback, progress=progress, pinned=remote is None)
     results.sort(key=lambda r: (r.student, r.lesson))
     grades = write_csv(results, csv_path or work.grades_csv)
@@ -245,8 +245,9 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     return results
 
 
-def _grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout, cell_timeout, backend: str,
-                  with_feedback: bool, progress: bool, pinned: bool) -> list[SubmissionResult]:
+def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout: float | None = None,
+                 cell_timeout: int | None = None, backend: str = "auto", with_feedback: bool = True, progress: bool = False,
+                 pinned: bool = True) -> list[SubmissionResult]:
     """Grade the staged submissions, ``workers`` at a time (each on its own cores where ``pinned`` and there are enough).
 
     nbgrader's converters change the process's working directory to the course's and back, each from where it found it:

@@ -206,8 +206,9 @@ class Instructor:
         return staged
 
     def autograde(self, lesson_id: str, collected: dict[str, list[str] | untrusted.UntrustedInput] | None = None, *,
-                  everyone: bool = False, timeout: float | None = None) -> list[SubmissionResult]:
-        """Autograde staged submissions one notebook at a time with :func:`batch.grade_staged` (each in its sandbox).
+                  everyone: bool = False, timeout: float | None = None, workers: int | None = None) -> list[SubmissionResult]:
+        """Autograde staged submissions, ``workers`` at a time (`batch`'s default: as ``tfperf-lab grade`` does), each
+        in its sandbox with :func:`batch.grade_staged`.
 
         Grades every staged submission not graded since it arrived (``everyone``: all of them again),
         with the notes of ``collected`` (:meth:`collect`'s answer); its ungradable ones are reported as
@@ -220,13 +221,17 @@ class Instructor:
             self.register(lesson_id)
         results = [SubmissionResult(student, lesson_id, error=str(notes))
                    for student, notes in collected.items() if isinstance(notes, Exception)]
+        queued = []
         for student in self.staged(lesson_id, pending_only=not everyone):
             staged = self._stage(self.work.collected(student, lesson_id), student, lesson_id, write=False)
             if isinstance(staged, Exception):
                 results.append(SubmissionResult(student, lesson_id, error=str(staged)))
-                continue
-            results.append(batch.grade_staged(self._course, self.work, staged, timeout=timeout, with_feedback=False))
-            (self.work.submitted(student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")  # rewritten by grading
+            else:
+                queued.append(staged)
+        results += batch.grade_queued(self._course, self.work, queued, workers=workers or batch.DEFAULT_WORKERS, timeout=timeout,
+                                      with_feedback=False)
+        for staged in queued:
+            (self.work.submitted(staged.student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")  # rewritten by grading
         return sorted(results, key=lambda result: result.student)
 
     def return_feedback(self, lesson_id: str, students: list[str] | None = None) -> dict[str, pathlib.Path]:
@@ -340,6 +345,8 @@ def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", cours
                         "where the formgrader looks)")
     parser.add_argument("--all", action="store_true", help="grade: grade every collected submission again")
     parser.add_argument("--timeout", type=float, help="grade: seconds one notebook may take (default: 3x its grading budget)")
+    parser.add_argument("--workers", type=int, default=batch.DEFAULT_WORKERS,
+                        help=f"grade: notebooks graded at once (default on this machine: {batch.DEFAULT_WORKERS}, as `tfperf-lab grade`)")
     args = parser.parse_args(argv)
 
     course = course or Course.find()
@@ -361,7 +368,7 @@ def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", cours
                 state = f"NOT GRADABLE: {notes}" if isinstance(notes, Exception) else "; ".join(["collected", *notes])
                 print(f"{lesson_id} ({student}): {state}")
             if args.step == "grade":
-                results = instructor.autograde(lesson_id, collected, everyone=args.all, timeout=args.timeout)
+                results = instructor.autograde(lesson_id, collected, everyone=args.all, timeout=args.timeout, workers=args.workers)
                 for result in results:
                     print("\n".join(result.lines()))
                 table = batch.write_csv(results, instructor.work.root / f"grades-{lesson_id}.csv")

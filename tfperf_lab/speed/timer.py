@@ -202,15 +202,16 @@ class Rounds:
     """Paired, interleaved batches of both sides on seeds this process draws, timed by its clock, the learner's sandbox
     frozen (``group``) while the baseline runs."""
 
-    def __init__(self, reference: Side, candidate: Side, options: timing.CheckOptions, group):
+    def __init__(self, reference: Side, candidate: Side, options: timing.CheckOptions, group, grace: float = GRACE):
         self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
-        self.deadline = time.monotonic() + options.budget + GRACE  # the check's hard bound, from its first request
+        self.bound = options.budget + grace  # the check's hard bound, from its first request
+        self.deadline = time.monotonic() + self.bound
 
     def _left(self, what: str) -> float:
         """Seconds the next batch may take: the batch limit, or what is left of the check's hard bound."""
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise Failed(f"{what} took longer than the check's {self.options.budget + GRACE:g} s: not measured")
+            raise Failed(f"{what} took longer than the check's {self.bound:g} s: not measured")
         return min(BATCH_SECONDS, left)
 
     def _timed(self, side: Side, seed: int, calls: int, *, what: str, follow: list | None = None, which: str = "served",
@@ -233,7 +234,7 @@ class Rounds:
             raise Failed(f"{what} did not answer ({type(error).__name__})") from None
         except Failed as failure:
             if time.monotonic() >= self.deadline:
-                raise Failed(f"{what} took longer than the check's {self.options.budget + GRACE:g} s: not measured") from None
+                raise Failed(f"{what} took longer than the check's {self.bound:g} s: not measured") from None
             raise Failed(f"{what} {failure}") from None
         finally:
             if freeze:
@@ -319,13 +320,15 @@ def _environment() -> dict[str, str]:
 def measure(reference: Side, candidate: Side, options: timing.CheckOptions, group, cpus: tuple[int, ...] | None = None) -> timing.Comparison:
     """Run the paired rounds in a process of its own (`main`) on the two connections, ``group`` the learner's sandbox
     to freeze while the baseline runs (or None); build the `Comparison` from what that process measured. Raises
-    `Failed` when a side misbehaved or the timer could not measure."""
+    `Failed` when a side misbehaved or the timer could not measure. The hard bound's `GRACE` is this process's, read
+    when the check starts, and travels with the job."""
     before = tf_env.cpu_times()
     fds = (reference.connection.fileno(), candidate.connection.fileno())
-    job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus})
+    grace = GRACE
+    job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus, "grace": grace})
     try:
         done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.speed.timer"], input=job, capture_output=True,
-                              pass_fds=fds, timeout=options.budget + GRACE + 10, env=_environment())
+                              pass_fds=fds, timeout=options.budget + grace + 10, env=_environment())
     except subprocess.TimeoutExpired:
         raise Failed("took longer than the check's time allows; not measured") from None
     try:
@@ -353,7 +356,7 @@ def main() -> None:
         os.sched_setaffinity(0, set(job["cpus"]))
     sides = [Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
     try:
-        result = Rounds(sides[0], sides[1], job["options"], job["group"]).run()
+        result = Rounds(sides[0], sides[1], job["options"], job["group"], job.get("grace", GRACE)).run()
     except Failed as failure:
         result = {"failed": str(failure)}
     except Exception as error:  # noqa: BLE001  (whatever a side sent, the judge gets an answer it can read)
