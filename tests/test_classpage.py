@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import html
+import pathlib
 import re
 import shutil
 import subprocess
@@ -202,3 +203,25 @@ def test_grade_writes_the_class_page(tiny, tmp_path):
     text = page.read_text(encoding="utf-8")
     assert "ana" in text and "ben" in text and tiny_course.SPEED_CHECK in text
     assert list((work.root / "class").glob("*.png")), "its figures beside it"
+
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "example-class"
+
+
+def _headings(text: str) -> list[str]:
+    return re.findall(r'<h2 id="([a-z-]+)">', text)
+
+
+def test_the_committed_example_is_a_page_of_the_test_runs_class_as_the_code_writes_it_today(tmp_path):
+    """docs/example-class/ is the class page `tfperf-lab grade` wrote for the test run's class (every lesson, the honest
+    and reaching corpora, the unoptimized answers): the sections the code writes today, every lesson, every figure
+    it links. Made again by copying ``<the class's work folder>/class/`` after a full test run (docs/instructor-guide.md)."""
+    from pipeline import COURSE
+
+    text = (EXAMPLE / "index.html").read_text(encoding="utf-8")
+    today = classpage.write(_class(), tmp_path / "page", ranges=RANGES, machine=MACHINE, now=NOW).read_text(encoding="utf-8")
+    assert _headings(text) == _headings(today) and _headings(today)
+    assert all(lesson.id in text for lesson in COURSE.lessons)
+    linked = re.findall(r'src="([^"]+\.png)"', text)
+    assert linked and all((EXAMPLE / name).is_file() for name in linked), linked
+    assert "honest-" in text and "reach-" in text  # the corpora's rows are in it
