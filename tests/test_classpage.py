@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import html
-import pathlib
 import re
 import shutil
 import subprocess
@@ -205,7 +204,6 @@ def test_grade_writes_the_class_page(tiny, tmp_path):
     assert list((work.root / "class").glob("*.png")), "its figures beside it"
 
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "example-class"
 
 
 def _headings(text: str) -> list[str]:
@@ -218,10 +216,11 @@ def test_the_committed_example_is_a_page_of_the_test_runs_class_as_the_code_writ
     it links. Made again by copying ``<the class's work folder>/class/`` after a full test run (docs/instructor-guide.md)."""
     from pipeline import COURSE
 
-    text = (EXAMPLE / "index.html").read_text(encoding="utf-8")
+    example = COURSE.docs / "example-class"
+    text = (example / "index.html").read_text(encoding="utf-8")
     today = classpage.write(_class(), tmp_path / "page", ranges=RANGES, machine=MACHINE, now=NOW).read_text(encoding="utf-8")
     assert _headings(text) == _headings(today) and _headings(today)
     assert all(lesson.id in text for lesson in COURSE.lessons)
     linked = re.findall(r'src="([^"]+\.png)"', text)
-    assert linked and all((EXAMPLE / name).is_file() for name in linked), linked
+    assert linked and all((example / name).is_file() for name in linked), linked
     assert "honest-" in text and "reach-" in text  # the corpora's rows are in it

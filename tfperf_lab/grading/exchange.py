@@ -206,7 +206,7 @@ class Instructor:
         return staged
 
     def autograde(self, lesson_id: str, collected: dict[str, list[str] | untrusted.UntrustedInput] | None = None, *,
-                  everyone: bool = False, timeout: float | None = None, workers: int | None = None) -> list[SubmissionResult]:
+                  everyone: bool = False, timeout: float | None = None, workers: int = batch.DEFAULT_WORKERS) -> list[SubmissionResult]:
         """Autograde staged submissions, ``workers`` at a time (`batch`'s default: as ``tfperf-lab grade`` does), each
         in its sandbox with :func:`batch.grade_staged`.
 
@@ -228,7 +228,7 @@ class Instructor:
                 results.append(SubmissionResult(student, lesson_id, error=str(staged)))
             else:
                 queued.append(staged)
-        results += batch.grade_queued(self._course, self.work, queued, workers=workers or batch.DEFAULT_WORKERS, timeout=timeout,
+        results += batch.grade_queued(self._course, self.work, queued, workers=workers, timeout=timeout,
                                       with_feedback=False)
         for staged in queued:
             (self.work.submitted(staged.student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")  # rewritten by grading
