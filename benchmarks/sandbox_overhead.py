@@ -17,7 +17,8 @@ import tempfile
 
 import nbformat
 
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import backends, sandbox
+from tfperf_lab.isolation.contract import Limits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,12 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     data = json.loads(nbformat.writes(nb))
-    ways = {"bubblewrap": sandbox.Bubblewrap(), "none": sandbox.NoSandbox()}
+    ways = {"bubblewrap": backends.Bubblewrap(), "none": backends.NoSandbox()}
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     with tempfile.TemporaryDirectory() as scratch:
         for round_ in range(args.rounds):
             for name in (list(ways) if round_ % 2 == 0 else list(ways)[::-1]):
-                outcome = sandbox.run(data, limits=sandbox.Limits(wall_seconds=120), chosen=ways[name], scratch=pathlib.Path(scratch))
+                outcome = sandbox.run(data, limits=Limits(wall_seconds=120), chosen=ways[name], scratch=pathlib.Path(scratch))
                 if outcome.problem:
                     raise RuntimeError(f"{name}: {outcome.problem}\n{outcome.log}")
                 seconds[name].append(outcome.seconds)

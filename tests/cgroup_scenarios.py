@@ -19,7 +19,8 @@ import threading
 import time
 import uuid
 
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import backends, cgroups, sandbox
+from tfperf_lab.isolation.contract import Limits
 
 # A job that no SIGSTOP scan of /proc can stop: three processes in a chain (each forks the next, then spins) and a
 # walker that forks a child and exits, over and over, so its PID keeps changing.
@@ -50,16 +51,16 @@ def cpu_ticks(pid: int) -> int | None:
     return None if fields[0] in ("Z", "X") else int(fields[11]) + int(fields[12])
 
 
-def members(group: sandbox._Cgroup) -> set[int]:
+def members(group: cgroups.Cgroup) -> set[int]:
     return {int(pid) for pid in (group.folders[0] / "cgroup.procs").read_text().split()} if group.folders else set()
 
 
-def snapshot(group: sandbox._Cgroup) -> dict[int, int]:
+def snapshot(group: cgroups.Cgroup) -> dict[int, int]:
     found = {pid: cpu_ticks(pid) for pid in members(group)}
     return {pid: ticks for pid, ticks in found.items() if ticks is not None}
 
 
-def freeze_scenario(group: sandbox._Cgroup, seconds: float = 1.0) -> dict:
+def freeze_scenario(group: cgroups.Cgroup, seconds: float = 1.0) -> dict:
     """Run WORKLOAD in ``group`` (joined through the sandbox's launcher), then: how its processes move before a freeze,
     while frozen, and after the thaw; what the freezer file says; how long freezing took (ms, several freezes)."""
     freezer_group = next((folder for folder in group.folders if (folder / "freezer.state").exists()), group.folders[0])
@@ -72,7 +73,7 @@ def freeze_scenario(group: sandbox._Cgroup, seconds: float = 1.0) -> dict:
     found: dict = {}
     try:
         time.sleep(1.0)
-        view = sandbox._Cgroup.adopt(freezer_group, group.kind)  # processes listed by the group that freezes
+        view = cgroups.Cgroup.adopt(freezer_group, group.kind)  # processes listed by the group that freezes
         before = snapshot(view)
         time.sleep(seconds)
         running = snapshot(view)
@@ -80,14 +81,14 @@ def freeze_scenario(group: sandbox._Cgroup, seconds: float = 1.0) -> dict:
         began = time.monotonic()
         group.freeze()
         found["first_freeze_ms"] = (time.monotonic() - began) * 1000
-        found["state_after_freeze"] = group._state()
+        found["state_after_freeze"] = group.freezer.state()
         frozen = snapshot(view)
         time.sleep(seconds)
         still = snapshot(view)
         found["frozen_pids"], found["later_pids"] = sorted(frozen), sorted(still)
         found["advanced_frozen"] = {str(pid): still.get(pid, -1) - ticks for pid, ticks in frozen.items()}
         group.thaw()
-        found["state_after_thaw"] = group._state()
+        found["state_after_thaw"] = group.freezer.state()
         time.sleep(seconds)
         thawed = snapshot(view)
         found["thawed_pids"] = sorted(thawed)
@@ -115,8 +116,8 @@ def freeze_scenario(group: sandbox._Cgroup, seconds: float = 1.0) -> dict:
 
 def v2_freeze(root: pathlib.Path, workload: bool = True) -> dict:
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
-    group = sandbox._Cgroup(uuid.uuid4().hex[:8], sandbox.Limits(), root=root, parent=parent)
-    found = {"kind": group.kind, "holds": group.holds, "freezer": group.freezer, "missing": group.missing,
+    group = cgroups.Cgroup(uuid.uuid4().hex[:8], Limits(), root=root, parent=parent)
+    found = {"kind": group.kind, "holds": group.holds, "freezer": group.freezer_kind, "missing": group.missing,
              "memory_limited": group.memory_limited, "folders": [str(f) for f in group.folders]}
     try:
         if group.holds and workload:
@@ -128,26 +129,29 @@ def v2_freeze(root: pathlib.Path, workload: bool = True) -> dict:
 
 
 class FakeJudge:
-    """What `sandbox.run` needs of a judge: somewhere to mount, a progress reader; it records the group it is given."""
+    """What `sandbox.run` needs of a judge (`tfperf_lab.isolation.contract.Watcher`): somewhere to mount, a progress
+    reader; it records the freezer it is given first (the run's last call takes it back: the job ended)."""
 
     def __init__(self, folder: pathlib.Path):
-        self.folder, self.candidate_address, self.given = folder, folder / "candidate.sock", "unset"
-
-    @property
-    def group(self):
-        return self._group
-
-    @group.setter
-    def group(self, value):  # what the group was when given (the run removes it at the end)
-        self._group = value
-        self.given = None if value is None else {"kind": value.kind, "holds": value.holds, "parent": value.parent,
-                                                 "pickles": pickle.loads(pickle.dumps(value)).procs == value.procs}
+        self.folder, self.given, self.why, self.calls = folder, "unset", "unset", []
 
     def sandbox_binds(self):
         return self.folder, "/grader/candidate.sock"
 
+    def host_address(self):
+        return str(self.folder / "candidate.sock")
+
+    def use_freezer(self, freezer, why):  # what the freezer was when given (the run removes its group at the end)
+        self.calls.append((None if freezer is None else type(freezer).__name__, why))
+        if self.given == "unset":
+            self.given, self.why = None if freezer is None else {
+                "file": str(freezer.file), "state": freezer.state(), "pickles": pickle.loads(pickle.dumps(freezer)) == freezer}, why
+
     def progress(self, stream):
         threading.Thread(target=stream.read, daemon=True).start()
+
+    def seconds_paused(self):
+        return 0.0
 
 
 PROBE = ("import resource\nprint('AS', resource.getrlimit(resource.RLIMIT_AS)[0])\n"
@@ -160,22 +164,22 @@ def run_probe(root: pathlib.Path, scratch: pathlib.Path, memory_mb: int = 512) -
     import nbformat
 
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
-    saved = sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT
-    sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT = root, parent  # put back below: pytest may run this in its own process
+    saved = cgroups.CGROUP_ROOT, cgroups.CGROUP_PARENT
+    cgroups.CGROUP_ROOT, cgroups.CGROUP_PARENT = root, parent  # put back below: pytest may run this in its own process
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     judge = FakeJudge(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
     try:
-        outcome = sandbox.run(json.loads(nbformat.writes(nb)), limits=sandbox.Limits(wall_seconds=120, memory_mb=memory_mb),
-                              chosen=sandbox.NoSandbox(), scratch=scratch / "jobs", judge=judge)
+        outcome = sandbox.run(json.loads(nbformat.writes(nb)), limits=Limits(wall_seconds=120, memory_mb=memory_mb),
+                              chosen=backends.NoSandbox(), scratch=scratch / "jobs", judge=judge)
     finally:
-        sandbox.CGROUP_ROOT, sandbox.CGROUP_PARENT = saved
+        cgroups.CGROUP_ROOT, cgroups.CGROUP_PARENT = saved
         if (root / parent).is_dir():
             (root / parent).rmdir()
     printed = "".join(o.get("text", "") for c in (outcome.notebook or {}).get("cells", []) for o in c.get("outputs", []))
     return {"problem": outcome.problem, "log": outcome.log[-2000:], "printed": printed, "warnings": outcome.warnings,
-            "judge_group": judge.given}
+            "judge_freezer": judge.given, "judge_why": judge.why, "judge_calls": judge.calls}
 
 
 def v2_evacuate(root: pathlib.Path) -> dict:
@@ -198,8 +202,8 @@ def v2_evacuate(root: pathlib.Path) -> dict:
             found["busy_without_moving"] = False
         except OSError as error:
             found["busy_without_moving"] = error.strerror
-        sandbox._Cgroup.V2_CONTROLLERS = ("hugetlb",)
-        group = sandbox._Cgroup(tag, sandbox.Limits(), root=root, parent=parent, base=delegated)
+        cgroups.Cgroup.V2_CONTROLLERS = ("hugetlb",)
+        group = cgroups.Cgroup(tag, Limits(), root=root, parent=parent, base=delegated)
         found |= {"limited": group.limited, "missing": group.missing, "moved": group.moved, "holds": group.holds,
                   "delegated_procs": (delegated / "cgroup.procs").read_text().split(),
                   "grader_leaf_procs": (delegated / f"{parent}-grader" / "cgroup.procs").read_text().split(),
@@ -456,7 +460,7 @@ print("PROBE " + json.dumps(found))
 """
 
 
-class ProbeBackend(sandbox.Backend):
+class ProbeBackend(backends.Backend):
     """A backend whose whole run is one small Python process (no kernel, no notebook) printing what the sandbox's
     launcher gave it: its cores, its file-size and address-space limits, and the job's cgroup.procs files under
     ``root`` (which it then empties)."""
@@ -473,7 +477,7 @@ class ProbeBackend(sandbox.Backend):
         return [sys.executable, "-I", "-c", LIMITS_PROBE, self.pattern]
 
 
-def run_limits(fake: FakeCgroupFS, scratch: pathlib.Path, limits: sandbox.Limits, monkeypatch) -> dict:
+def run_limits(fake: FakeCgroupFS, scratch: pathlib.Path, limits: Limits, monkeypatch) -> dict:
     """`sandbox.run` with its cgroups in ``fake`` (installed) and `ProbeBackend`: the launcher's command line, what the
     probe printed, the outcome's warnings, and the job groups left under the fake root afterwards."""
     commands = []
@@ -483,9 +487,9 @@ def run_limits(fake: FakeCgroupFS, scratch: pathlib.Path, limits: sandbox.Limits
         commands.append(list(args))
         return real_popen(args, *rest, **options)
 
-    monkeypatch.setattr(sandbox, "CGROUP_ROOT", fake.root)
-    monkeypatch.setattr(sandbox, "CGROUP_PARENT", "tfperf-test")
-    monkeypatch.setattr(sandbox, "_own_cgroup", lambda controller: None)  # the delegated group is the fake's root
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", fake.root)
+    monkeypatch.setattr(cgroups, "CGROUP_PARENT", "tfperf-test")
+    monkeypatch.setattr(cgroups, "_own_cgroup", lambda controller: None)  # the delegated group is the fake's root
     monkeypatch.setattr(sandbox.subprocess, "Popen", recording)
     monkeypatch.setattr(sandbox, "_SWEPT", threading.Event())  # the sweep before a first job looks at the fake only
     outcome = sandbox.run({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, limits=limits,

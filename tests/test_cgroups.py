@@ -1,4 +1,4 @@
-"""The job's cgroup (`tfperf_lab.isolation.sandbox._Cgroup`) on real kernels: freezing that holds against a fork chain, awaited
+"""The job's cgroup (`tfperf_lab.isolation.cgroups.Cgroup`, its `Freezer`) on real kernels: freezing that holds against a fork chain, awaited
 on v1 and v2, a freeze that cannot complete raising, and limits that do not hold said so (with the RLIMIT_AS stand-in).
 
 cgroup v2 runs here even on a v1 machine: as root, in a private mount namespace (``unshare -m``), a cgroup2 file system
@@ -26,7 +26,8 @@ import uuid
 
 import pytest
 
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import cgroups, sandbox
+from tfperf_lab.isolation.contract import Limits
 
 import cgroup_scenarios
 
@@ -91,8 +92,10 @@ def test_v2_without_memory_and_pids_delegated_says_so_and_limits_address_space(t
     assert any(w.startswith("memory: not limited") for w in run["warnings"]), run["warnings"]
     assert any(w.startswith("pids:") for w in run["warnings"]), run["warnings"]
     assert any("RLIMIT_AS" in w and "2048 MiB" in w for w in run["warnings"]), run["warnings"]
-    assert run["judge_group"] and run["judge_group"]["kind"] == "v2" and run["judge_group"]["holds"], run
-    assert run["judge_group"]["pickles"], "the timer process gets the group pickled"
+    assert run["judge_freezer"] and run["judge_freezer"]["file"].endswith("/cgroup.freeze"), run  # v2's freezer
+    assert run["judge_freezer"]["state"] == "thawed" and run["judge_why"] is None, run
+    assert run["judge_freezer"]["pickles"], "the timer process gets the freezer pickled"
+    assert run["judge_calls"] == [["Freezer", None], [None, None]], "the freezer is taken back as the job ends"
 
 
 @needs_root
@@ -113,14 +116,14 @@ def test_v2_a_delegated_group_holding_processes_moves_them_to_a_leaf_so_controll
 @needs_v1
 def test_v1_freeze_is_awaited_and_holds_against_a_fork_chain():
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
-    group = sandbox._Cgroup(uuid.uuid4().hex[:8], sandbox.Limits(), parent=parent)
+    group = cgroups.Cgroup(uuid.uuid4().hex[:8], Limits(), parent=parent)
     try:
-        assert group.kind == "v1" and group.holds and group.freezer == "cgroup", group.missing
+        assert group.kind == "v1" and group.holds and group.freezer_kind == "cgroup", group.missing
         assert group.memory_limited and group.missing == [], group.missing
         found = cgroup_scenarios.freeze_scenario(group)
     finally:
         group.remove()
-        for controller in sandbox.V1_CONTROLLERS:
+        for controller in cgroups.V1_CONTROLLERS:
             if (pathlib.Path("/sys/fs/cgroup") / controller / parent).is_dir():
                 (pathlib.Path("/sys/fs/cgroup") / controller / parent).rmdir()
     assert found["state_after_freeze"] == "frozen", f"freeze returned before freezer.state said FROZEN: {found}"
@@ -140,23 +143,23 @@ def _fake_v2(tmp_path, frozen: str) -> pathlib.Path:
 
 def test_a_freeze_that_never_completes_raises_and_leaves_the_job_running(tmp_path):
     folder = _fake_v2(tmp_path, "0")  # plain files: cgroup.events never says frozen 1
-    group = sandbox._Cgroup.adopt(folder, "v2")
-    assert group.holds and group.freezer == "cgroup"
-    group = pickle.loads(pickle.dumps(group))  # as the grader's timer process gets it
+    group = cgroups.Cgroup.adopt(folder, "v2")
+    assert group.holds and group.freezer_kind == "cgroup"
+    freezer = pickle.loads(pickle.dumps(group.freezer))  # as the grader's timer process gets it
     began = time.monotonic()
-    with pytest.raises(sandbox.FreezeFailed, match=r"did not become frozen within 0\.3 s.*frozen 0.*left running"):
-        group.freeze(seconds=0.3)
+    with pytest.raises(cgroups.FreezeFailed, match=r"did not become frozen within 0\.3 s.*frozen 0.*left running"):
+        freezer.freeze(seconds=0.3)
     assert 0.3 <= time.monotonic() - began < 1.5
     assert (folder / "cgroup.freeze").read_text() == "0", "a failed freeze is undone"
 
 
 def test_a_freeze_returns_once_the_kernel_says_frozen_and_thaw_awaits_thawed(tmp_path):
     folder = _fake_v2(tmp_path, "1")
-    group = sandbox._Cgroup.adopt(folder, "v2")
+    group = cgroups.Cgroup.adopt(folder, "v2")
     began = time.monotonic()
     group.freeze(seconds=0.3)
     assert time.monotonic() - began < 0.1 and (folder / "cgroup.freeze").read_text() == "1"
-    with pytest.raises(sandbox.FreezeFailed, match="did not become thawed"):  # events still say frozen 1
+    with pytest.raises(cgroups.FreezeFailed, match="did not become thawed"):  # events still say frozen 1
         group.thaw(seconds=0.2)
 
 
@@ -164,42 +167,44 @@ def test_a_job_that_ended_is_not_frozen_and_says_nothing_when_another_job_pauses
     """Another job's judge may pause this job just as its notebook ends and its group is removed: nothing is left to
     stop, so freezing and thawing do nothing instead of writing a note on an honest row."""
     folder = _fake_v2(tmp_path, "0")
-    group = sandbox._Cgroup.adopt(folder, "v2")
-    monkeypatch.setattr(sandbox.time, "sleep", lambda seconds: None)  # the fake folder holds files: rmdir retries at once
+    group = cgroups.Cgroup.adopt(folder, "v2")
+    monkeypatch.setattr(cgroups.time, "sleep", lambda seconds: None)  # the fake folder holds files: rmdir retries at once
     group.remove()
     monkeypatch.undo()
     assert group.ended and group.freeze_file is None and group.folders == []
     group.freeze(seconds=0.2)
     group.thaw(seconds=0.2)
     (tmp_path / "other").mkdir()
-    fresh = sandbox._Cgroup.adopt(_fake_v2(tmp_path / "other", "0"), "v2")
-    with pytest.raises(sandbox.FreezeFailed):  # a job that has not ended still says when it cannot be frozen
+    fresh = cgroups.Cgroup.adopt(_fake_v2(tmp_path / "other", "0"), "v2")
+    with pytest.raises(cgroups.FreezeFailed):  # a job that has not ended still says when it cannot be frozen
         fresh.freeze(seconds=0.2)
 
 
 def test_no_writable_cgroup_means_no_freezer_no_silent_limits_and_no_group_for_the_judge(tmp_path):
-    group = sandbox._Cgroup("none", sandbox.Limits(), root=tmp_path / "no-cgroups-here")
-    assert group.kind == "none" and not group.holds and group.freezer == "none" and not group.memory_limited
+    group = cgroups.Cgroup("none", Limits(), root=tmp_path / "no-cgroups-here")
+    assert group.kind == "none" and not group.holds and group.freezer_kind == "none" and not group.memory_limited
     assert [m.split(":")[0] for m in group.missing] == ["memory", "pids", "freezer"], group.missing
-    with pytest.raises(sandbox.FreezeFailed, match="no cgroup freezer"):
+    with pytest.raises(cgroups.FreezeFailed, match="no cgroup freezer"):
         group.freeze()
-    assert not hasattr(sandbox, "_ProcessTree") and not hasattr(sandbox, "_signal"), "no SIGSTOP stand-in for a freezer"
+    assert not any(hasattr(module, name) for module in (cgroups, sandbox) for name in ("_ProcessTree", "_signal")), \
+        "no SIGSTOP stand-in for a freezer"
     run = cgroup_scenarios.run_probe(tmp_path / "no-cgroups-here", tmp_path / "scratch")
     assert run["problem"] is None, run["log"]
-    assert run["judge_group"] is None, "the judge must not get a group that cannot be frozen"
+    assert run["judge_freezer"] is None, "the judge must not get a freezer that cannot freeze"
+    assert run["judge_why"].startswith("freezer: the job cannot be frozen"), run["judge_why"]
     assert f"AS {512 * 4 * 2**20}" in run["printed"], run["printed"]
     assert [w.split(":")[0] for w in run["warnings"]] == ["memory", "pids", "freezer", "memory"], run["warnings"]
-    assert sandbox.CGROUP_ROOT == pathlib.Path("/sys/fs/cgroup"), "the probe must leave the module as it found it"
+    assert cgroups.CGROUP_ROOT == pathlib.Path("/sys/fs/cgroup"), "the probe must leave the module as it found it"
 
 
 def test_the_delegated_group_is_the_graders_own_and_stays_put_once_the_grader_moved_into_its_leaf():
     root = pathlib.Path("/sys/fs/cgroup")
     scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope"
-    assert sandbox._Cgroup.delegated(root, scope, True, "tfperf-lab") == root  # root: the whole hierarchy
-    assert sandbox._Cgroup.delegated(root, scope, False, "tfperf-lab") == root / scope[1:]
+    assert cgroups.Cgroup.delegated(root, scope, True, "tfperf-lab") == root  # root: the whole hierarchy
+    assert cgroups.Cgroup.delegated(root, scope, False, "tfperf-lab") == root / scope[1:]
     moved = scope + "/tfperf-lab-grader"  # after an earlier job emptied the scope into our leaf
-    assert sandbox._Cgroup.delegated(root, moved, False, "tfperf-lab") == root / scope[1:]
-    assert sandbox._Cgroup.delegated(root, None, False, "tfperf-lab") == root
+    assert cgroups.Cgroup.delegated(root, moved, False, "tfperf-lab") == root / scope[1:]
+    assert cgroups.Cgroup.delegated(root, None, False, "tfperf-lab") == root
 
 
 @needs_root
@@ -208,14 +213,14 @@ def test_a_job_left_frozen_by_a_grader_that_died_is_thawed_killed_and_removed_an
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a grader killed with SIGKILL: its pid names the job, and it is no longer alive
-    stale = sandbox._Cgroup(f"{gone.pid}-{uuid.uuid4().hex[:8]}", sandbox.Limits(), parent=parent)
-    live = sandbox._Cgroup(f"{os.getpid()}-{uuid.uuid4().hex[:8]}", sandbox.Limits(), parent=parent)
+    stale = cgroups.Cgroup(f"{gone.pid}-{uuid.uuid4().hex[:8]}", Limits(), parent=parent)
+    live = cgroups.Cgroup(f"{os.getpid()}-{uuid.uuid4().hex[:8]}", Limits(), parent=parent)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         for procs in stale.procs:
             pathlib.Path(procs).write_text(str(sleeper.pid))
         stale.freeze()
-        removed = sandbox.sweep_stale(parent=parent)
+        removed = cgroups.sweep_stale(parent=parent)
         assert sorted(folder.name for folder in removed) == [f"job-{stale.name}"] * len(stale.folders), removed
         assert sleeper.wait(timeout=10) == -signal.SIGKILL
         assert not any(folder.exists() for folder in stale.folders) and all(folder.exists() for folder in live.folders)
@@ -223,7 +228,7 @@ def test_a_job_left_frozen_by_a_grader_that_died_is_thawed_killed_and_removed_an
         sleeper.kill()
         live.remove()
         stale.remove()
-        for controller in sandbox.V1_CONTROLLERS:
+        for controller in cgroups.V1_CONTROLLERS:
             if (pathlib.Path("/sys/fs/cgroup") / controller / parent).is_dir():
                 (pathlib.Path("/sys/fs/cgroup") / controller / parent).rmdir()
 
@@ -232,15 +237,15 @@ def test_a_job_left_frozen_by_a_grader_that_died_is_thawed_killed_and_removed_an
 # This machine runs cgroup v1, whose hierarchies hold memory and pids: no v2 hierarchy here has those controllers, so the
 # v2 values are checked on a fake cgroup2 file system (cgroup_scenarios.FakeCgroupFS: a kernel's parsing, page rounding
 # and delegation rules, in a plain folder), and the v1 values on both the fake and, as root, the real kernel.
-ODD = sandbox.Limits(memory_mb=1536, processes=97)  # not the defaults: the job's own limits must be the ones written
+ODD = Limits(memory_mb=1536, processes=97)  # not the defaults: the job's own limits must be the ones written
 GiB6, GiB1_5 = 6 * 2**30, 1536 * 2**20
 
 
-@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+@pytest.mark.parametrize("limits,memory_bytes", [(Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
 @pytest.mark.parametrize("swap", [True, False], ids=["swap-accounting", "no-swap-accounting"])
 def test_v2_writes_memory_in_bytes_no_swap_and_the_process_count(tmp_path, monkeypatch, limits, memory_bytes, swap):
     fake = cgroup_scenarios.FakeCgroupFS(tmp_path / "cg2", swap=swap).install(monkeypatch)
-    group = sandbox._Cgroup("values", limits, root=fake.root, parent="tfperf-test", base=fake.root)
+    group = cgroups.Cgroup("values", limits, root=fake.root, parent="tfperf-test", base=fake.root)
     leaf = fake.root / "tfperf-test" / "job-values"
     assert group.kind == "v2" and group.folders == [leaf] and group.missing == [], group.missing
     assert group.limited == ["memory", "pids"] and group.memory_limited
@@ -268,17 +273,17 @@ def test_v2_writes_memory_in_bytes_no_swap_and_the_process_count(tmp_path, monke
 
 def test_v2_with_only_memory_delegated_limits_memory_and_says_pids_is_not(tmp_path, monkeypatch):
     fake = cgroup_scenarios.FakeCgroupFS(tmp_path / "cg2", controllers=("cpu", "memory")).install(monkeypatch)
-    group = sandbox._Cgroup("partial", ODD, root=fake.root, parent="tfperf-test", base=fake.root)
+    group = cgroups.Cgroup("partial", ODD, root=fake.root, parent="tfperf-test", base=fake.root)
     assert group.limited == ["memory"] and fake.read("tfperf-test/job-partial/memory.max") == str(GiB1_5)
     assert not (fake.root / "tfperf-test" / "job-partial" / "pids.max").exists()
     assert [m.split(":")[0] for m in group.missing] == ["pids"] and "pids controller is not available" in group.missing[0]
 
 
-@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+@pytest.mark.parametrize("limits,memory_bytes", [(Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
 def test_v1_writes_memory_in_bytes_and_the_process_count(tmp_path, monkeypatch, limits, memory_bytes):
     fake = cgroup_scenarios.FakeCgroupFS.v1(tmp_path / "cg1").install(monkeypatch)
-    monkeypatch.setattr(sandbox, "_own_cgroup", lambda controller: None)  # each hierarchy's root is ours, as for root
-    group = sandbox._Cgroup("values", limits, root=fake.root, parent="tfperf-test")
+    monkeypatch.setattr(cgroups, "_own_cgroup", lambda controller: None)  # each hierarchy's root is ours, as for root
+    group = cgroups.Cgroup("values", limits, root=fake.root, parent="tfperf-test")
     job = "tfperf-test/job-values"
     assert group.kind == "v1" and group.missing == [] and group.limited == ["memory", "pids"], group.missing
     assert group.folders == [fake.root / controller / job for controller in ("memory", "pids", "freezer")]
@@ -293,16 +298,16 @@ def test_v1_writes_memory_in_bytes_and_the_process_count(tmp_path, monkeypatch, 
 
 
 V1_LIMITS = pathlib.Path("/sys/fs/cgroup")
-needs_v1_limits = pytest.mark.skipif(not all((V1_LIMITS / c / "cgroup.procs").exists() for c in sandbox.V1_CONTROLLERS),
+needs_v1_limits = pytest.mark.skipif(not all((V1_LIMITS / c / "cgroup.procs").exists() for c in cgroups.V1_CONTROLLERS),
                                      reason="no cgroup v1 memory, pids and freezer hierarchies on this machine")
 
 
 @needs_root
 @needs_v1_limits
-@pytest.mark.parametrize("limits,memory_bytes", [(sandbox.Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
+@pytest.mark.parametrize("limits,memory_bytes", [(Limits(), GiB6), (ODD, GiB1_5)], ids=["defaults", "odd"])
 def test_v1_limits_read_back_from_the_kernel(limits, memory_bytes):
     parent = f"tfperf-test-{uuid.uuid4().hex[:8]}"
-    group = sandbox._Cgroup(uuid.uuid4().hex[:8], limits, parent=parent)
+    group = cgroups.Cgroup(uuid.uuid4().hex[:8], limits, parent=parent)
     try:
         assert group.kind == "v1" and group.missing == [], group.missing
         by_hierarchy = {folder.parent.parent.name: folder for folder in group.folders}
@@ -310,7 +315,7 @@ def test_v1_limits_read_back_from_the_kernel(limits, memory_bytes):
         assert (by_hierarchy["pids"] / "pids.max").read_text().strip() == str(limits.processes)
     finally:
         group.remove()
-        for controller in sandbox.V1_CONTROLLERS:
+        for controller in cgroups.V1_CONTROLLERS:
             if (V1_LIMITS / controller / parent).is_dir():
                 (V1_LIMITS / controller / parent).rmdir()
 
@@ -373,7 +378,7 @@ def test_the_job_runs_in_its_groups_on_its_cores_with_its_file_size_limit(tmp_pa
 
     root = tmp_path / "cg"
     fake = (cgroup_scenarios.FakeCgroupFS(root) if kind == "v2" else cgroup_scenarios.FakeCgroupFS.v1(root)).install(monkeypatch)
-    limits = sandbox.Limits(wall_seconds=60, memory_mb=1536, processes=97, file_mb=3, cpus=cpus)
+    limits = Limits(wall_seconds=60, memory_mb=1536, processes=97, file_mb=3, cpus=cpus)
     with _affinity(inherited):
         found = cgroup_scenarios.run_limits(fake, tmp_path / "scratch", limits, monkeypatch)
     command, probe = found["command"], found["probe"]

@@ -202,7 +202,7 @@ def test_a_killed_worker_s_scratch_folder_is_swept_by_the_next_job(tmp_path, mon
     import dataclasses
 
     from tfperf_lab.grading.job import Job
-    from tfperf_lab.isolation.sandbox import Limits
+    from tfperf_lab.isolation.contract import Limits
 
     job = Job(course_root=str(COURSE.root), lesson_id="x", student="s", notebook={}, limits=Limits(), backend="auto", scratch="")
     with pytest.raises(RuntimeError):

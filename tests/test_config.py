@@ -7,7 +7,7 @@ from tfperf.link import GRADER_VARIABLE, ROLE_VARIABLE
 from tfperf.report import RECORD_VARIABLE
 from tfperf_lab.course import config
 from tfperf_lab.grading import batch, execute
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import contract
 from tfperf_lab.publish import readme
 from pipeline import COURSE, ROOT
 
@@ -18,7 +18,7 @@ def test_the_settings_block_of_the_instructor_guide_is_generated_from_the_config
 
 
 def test_the_sandbox_nbgrader_and_the_workers_take_their_defaults_from_the_configuration():
-    limits, defaults = sandbox.Limits(), config.DEFAULTS
+    limits, defaults = contract.Limits(), config.DEFAULTS
     assert (limits.cell_seconds, limits.startup_seconds, limits.memory_mb, limits.processes, limits.file_mb) == \
         (defaults.cell_seconds, defaults.startup_seconds, defaults.memory_mb, defaults.processes, defaults.file_mb)
     traits = execute.SandboxedExecute.class_traits()
@@ -43,3 +43,49 @@ def test_every_environment_variable_the_course_reads_is_in_the_table_under_the_l
         for path in (ROOT / package).rglob("*.py"):
             used |= set(re.findall(r"\bTFPERF_[A-Z_]+\b", path.read_text(encoding="utf-8")))
     assert used <= set(config.ENVIRONMENT), f"variables read but not in the table: {sorted(used - set(config.ENVIRONMENT))}"
+
+
+def _name_literals(package: str) -> dict[str, list[str]]:
+    """Every ``"TFPERF_..."`` string literal in a package's code: name -> the files writing it."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for name in re.findall(r"""["'](TFPERF_[A-Z_]+)["']""", path.read_text(encoding="utf-8")):
+            found.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_each_environment_variables_name_is_written_once_in_each_package_and_both_agree():
+    """Code reads a variable through its constant, never a second literal beside it. The learner library and the tool
+    each define the names once (the sandbox's launcher cannot import the learner library: NumPy's half second)."""
+    from tfperf import data, env
+
+    tool, learner = _name_literals("tfperf_lab"), _name_literals("tfperf")
+    assert {name: files for name, files in tool.items() if files != ["tfperf_lab/course/config.py"]} == {}
+    assert {name: files for name, files in learner.items() if len(files) != 1} == {}
+    assert set(tool) == set(config.ENVIRONMENT) and set(learner) <= set(tool)
+    assert (data.DATA_VARIABLE, data.OFFLINE_VARIABLE, env.PROFILE_VARIABLE, KEEP_LOGS, RECORD_VARIABLE, GRADER_VARIABLE, ROLE_VARIABLE) == \
+        (config.DATA_VARIABLE, config.OFFLINE_VARIABLE, config.PROFILE_VARIABLE, config.LOGS_VARIABLE, config.RECORD_VARIABLE,
+         config.GRADER_VARIABLE, config.ROLE_VARIABLE)
+
+
+def test_the_statistics_defaults_are_written_once():
+    """The level of every interval and decision, the stopping tolerance and a check's defaults: one definition each
+    (`tfperf.stats.CONFIDENCE`, `tfperf.timing.TOLERANCE`, `tfperf.timing.CheckOptions`), the rest refer to them."""
+    import inspect
+
+    from tfperf import checks, stats, timing
+    from tfperf_lab.speed import replay
+
+    for literal in ("0.95", "0.05"):
+        written = [str(path.relative_to(ROOT)) for package in ("tfperf", "tfperf_lab") for path in (ROOT / package).rglob("*.py")
+                   for line in path.read_text(encoding="utf-8").splitlines()
+                   if re.search(rf"=\s*{re.escape(literal)}(?![\w])", line.split("#")[0])]
+        assert len(written) == 1, f"{literal} is written as a default in {written}"
+    assert "0.05" not in (ROOT / "tfperf_lab" / "speed" / "timer.py").read_text(encoding="utf-8")  # the tolerance it records
+    options = timing.CheckOptions(threshold=1.0)
+    for function in (timing.paired_rounds, timing.compare):
+        defaults = {name: p.default for name, p in inspect.signature(function).parameters.items() if p.default is not p.empty}
+        assert {key: defaults[key] for key in ("min_rounds", "max_rounds", "budget", "confidence") if key in defaults} == \
+            {key: getattr(options, key) for key in ("min_rounds", "max_rounds", "budget", "confidence") if key in defaults}
+    assert replay.Check(threshold=1.0).confidence == options.confidence == stats.CONFIDENCE
+    assert inspect.signature(checks.assert_speedup).parameters["rtol"].default == options.rtol

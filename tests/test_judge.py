@@ -355,7 +355,7 @@ def test_a_judge_with_cores_of_its_own_measures_on_them_without_pausing_anyone(t
     verdicts = []
     with judge.Judge(source, environment=environment, executed=nb, cpus=(0,)) as referee:
         other = judge.Judge(source, environment=environment, executed=nb)  # an unpinned job of the same process
-        other.group = type("Group", (), {"freeze": lambda self: seen.setdefault("paused", True), "thaw": lambda self: None})()
+        other.use_freezer(type("Freezer", (), {"freeze": lambda self: seen.setdefault("paused", True), "thaw": lambda self: None})(), None)
         judge._ACTIVE.add(other)
         try:
             reader, writer = os.pipe()

@@ -22,11 +22,11 @@ from tfperf_lab import cli
 from tfperf_lab.course import WorkFolder
 from tfperf_lab.grading import decisions
 from tfperf_lab.grading.results import SubmissionResult
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import backends
 import tiny_course
 
-pytestmark = [pytest.mark.pipeline, pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None,
-                                                       reason=f"no bubblewrap here: {sandbox.Bubblewrap().problem()}")]
+pytestmark = [pytest.mark.pipeline, pytest.mark.skipif(backends.Bubblewrap().problem() is not None,
+                                                       reason=f"no bubblewrap here: {backends.Bubblewrap().problem()}")]
 LESSON_ID = tiny_course.LESSON_ID
 WITHHELD = ("scale_has_no_loop", "scale_is_faster")
 REACH = "import ctypes  # a reach the review lists"

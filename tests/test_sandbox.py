@@ -22,13 +22,13 @@ import pytest
 from nbgrader.api import Gradebook
 
 from tfperf_lab.grading import batch
-from tfperf_lab.isolation import sandbox
+from tfperf_lab.isolation import backends
 from tfperf_lab.course import WorkFolder
 from pipeline import COURSE, scores
 import tiny_course
 
-pytestmark = [pytest.mark.pipeline, pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None,
-                                                       reason=f"no bubblewrap here: {sandbox.Bubblewrap().problem()}")]
+pytestmark = [pytest.mark.pipeline, pytest.mark.skipif(backends.Bubblewrap().problem() is not None,
+                                                       reason=f"no bubblewrap here: {backends.Bubblewrap().problem()}")]
 L01 = COURSE.lesson("01_callable_handles")  # a learner's clone checks a real lesson
 LESSON_ID, CORRECT = tiny_course.LESSON_ID, tiny_course.CORRECT
 TOKEN = "hub-token-8f1e2d"
@@ -124,7 +124,7 @@ def test_student_code_sees_no_solutions_gradebook_other_students_home_or_tokens(
     assert TOKEN not in text and TOKEN not in work.feedback("spy", LESSON_ID).read_text(encoding="utf-8")
     # of the instructor's home, this repository and the graded course's folder, only the read-only Python environment is there
     for folder in (pathlib.Path.home(), COURSE.root, tiny.root):
-        python = {path.relative_to(folder).parts[0] for path in sandbox._python_paths() if path.is_relative_to(folder)}
+        python = {path.relative_to(folder).parts[0] for path in backends._python_paths() if path.is_relative_to(folder)}
         assert _listing(text, folder) <= python, (folder, _listing(text, folder), python)
         assert "solutions" not in _listing(text, folder)
 
@@ -205,8 +205,8 @@ def test_the_csv_says_the_sandbox_was_used_and_no_sandbox_is_stated(graded, tiny
 
 
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox.Bubblewrap, "problem", lambda self: "bubblewrap is not installed (test)")
-    with pytest.raises(sandbox.SandboxUnavailable, match="--no-sandbox"):
+    monkeypatch.setattr(backends.Bubblewrap, "problem", lambda self: "bubblewrap is not installed (test)")
+    with pytest.raises(backends.SandboxUnavailable, match="--no-sandbox"):
         batch.grade(COURSE, tmp_path, work=WorkFolder(tmp_path / "w"), progress=False)
 
 

@@ -6,15 +6,16 @@ import os
 import nbformat
 import pytest
 
-from tfperf_lab.grading import batch
-from tfperf_lab.isolation import sandbox
+from pipeline import COURSE
+from tfperf_lab.isolation import backends, cgroups, sandbox
+from tfperf_lab.isolation.contract import Limits
 
-needs_bwrap = pytest.mark.skipif(sandbox.Bubblewrap().problem() is not None, reason="bubblewrap cannot run here")
+needs_bwrap = pytest.mark.skipif(backends.Bubblewrap().problem() is not None, reason="bubblewrap cannot run here")
 
 
 def _cgroups() -> bool:
     """Whether a cgroup limits memory here (where none does, the sandbox's RLIMIT_AS stand-in fails differently)."""
-    probe = sandbox._Cgroup("probe", sandbox.Limits())
+    probe = cgroups.Cgroup("probe", Limits())
     limited = probe.memory_limited
     probe.remove()
     return limited
@@ -23,8 +24,8 @@ def _cgroups() -> bool:
 def _run(tmp_path, *sources, **limits):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return sandbox.run(json.loads(nbformat.writes(nb)), limits=sandbox.Limits(**{"wall_seconds": 60, **limits}),
-                       chosen=sandbox.Bubblewrap(), scratch=tmp_path / "scratch")
+    return sandbox.run(json.loads(nbformat.writes(nb)), limits=Limits(**{"wall_seconds": 60, **limits}),
+                       chosen=backends.Bubblewrap(), scratch=tmp_path / "scratch")
 
 
 def _printed(outcome) -> str:
@@ -57,18 +58,31 @@ def test_files_the_kernel_writes_are_capped_in_size(tmp_path):
 
 
 def test_no_backend_is_refused_with_the_way_out(monkeypatch):
-    monkeypatch.setattr(sandbox.Bubblewrap, "problem", lambda self: "bubblewrap is not installed")
-    with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap is not installed.*--no-sandbox"):
-        sandbox.backend("auto")
-    assert sandbox.backend("none").isolated is False
+    monkeypatch.setattr(backends.Bubblewrap, "problem", lambda self: "bubblewrap is not installed")
+    with pytest.raises(backends.SandboxUnavailable, match="bubblewrap is not installed.*--no-sandbox"):
+        backends.backend("auto")
+    assert backends.backend("none").isolated is False
 
 
-@pytest.mark.parametrize("cores,workers,pinned", [(2, 2, [None, None]), (4, 2, [(0, 1), (2, 3)]), (8, 4, [(0, 1), (2, 3), (4, 5), (6, 7)]),
-                                                   (4, 4, [None] * 4), (2, 1, [None])])
-def test_sandboxes_are_pinned_only_when_each_gets_two_cores(monkeypatch, cores, workers, pinned):
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
-    with batch._core_slots(workers) as slots:
-        assert [slots.get() for _ in range(workers)] == pinned
+@pytest.mark.parametrize("count,pinned", [(2, False), (4, True)])
+def test_a_job_claims_cores_of_its_own_where_it_runs_when_that_machine_has_room(monkeypatch, tmp_path, count, pinned):
+    """On the machine that runs it (here, or a cluster worker): two cores of its own from 4 cores up, none below."""
+    from tfperf_lab.grading import job as job_module
+    from tfperf_lab.isolation import contract, cores
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(count)))
+    monkeypatch.setattr(cores, "folder", lambda: tmp_path / "locks")
+    seen = {}
+
+    def fake_run(nb, *, limits, **kwargs):
+        seen["cpus"] = limits.cpus
+        return contract.Outcome({"cells": []}, "", 0.0, 0)
+
+    monkeypatch.setattr(job_module.sandbox, "run", fake_run)
+    job = job_module.Job(course_root=str(COURSE.root), lesson_id="no_such_lesson", student="s", notebook={"cells": []},
+                         limits=contract.Limits(wall_seconds=60), backend="none", scratch=str(tmp_path / "scratch"))
+    job_module.run_job(job)
+    assert seen["cpus"] in ([(0, 1), (2, 3)] if pinned else [None]), seen
 
 
 @needs_bwrap

@@ -144,7 +144,8 @@ def harness_problems() -> list[str]:
 
 def assert_speedup(baseline: Callable, candidate: Callable, *, threshold: float, labels: tuple[str, str] = ("baseline", "your version"),
                    draw: Callable[[np.random.Generator], Any] | None = None, inputs: Sequence | Callable[[int], Any] | None = None,
-                   observe: Callable[[Any], Any] | None = None, rtol: float = 1e-4, atol: float = 1e-6, name: str | None = None,
+                   observe: Callable[[Any], Any] | None = None, rtol: float = timing.CheckOptions.rtol, atol: float = timing.CheckOptions.atol,
+                   name: str | None = None,
                    hint: str = "", **options) -> None:
     """Check that ``candidate`` is at least ``threshold`` times faster than ``baseline``.
 

@@ -36,6 +36,8 @@ IDX_FILES = {
 }
 NPZ_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"  # Keras' mnist.npz
 DOWNLOAD_HOST = ("storage.googleapis.com", 443)
+DATA_VARIABLE = "TFPERF_DATA"  # a folder holding the four IDX files (or Keras' mnist.npz)
+OFFLINE_VARIABLE = "TFPERF_OFFLINE"  # never download: generate the offline digits
 
 
 class DataFileError(ValueError):
@@ -133,7 +135,7 @@ def _keras_cache() -> pathlib.Path:
 
 
 def _network_available(timeout: float = 3.0) -> bool:
-    if os.environ.get("TFPERF_OFFLINE"):
+    if os.environ.get(OFFLINE_VARIABLE):
         return False
     try:
         socket.create_connection(DOWNLOAD_HOST, timeout=timeout).close()
@@ -185,7 +187,7 @@ def load_mnist(*, size: int | None = None, test_size: int | None = None, data_di
     """
     if size is not None and size < 1:
         raise ValueError(f"size must be at least 1; got {size}")
-    folder = str(data_dir) if data_dir is not None else (os.environ.get("TFPERF_DATA") or None)
+    folder = str(data_dir) if data_dir is not None else (os.environ.get(DATA_VARIABLE) or None)
     arrays, origin = _load_full(folder, allow_download)
     n_train = size or 60000
     n_test = test_size or (10000 if size is None else max(1, min(10000, size // 6)))

@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 
+PROFILE_VARIABLE = "TFPERF_PROFILE"  # full or reduced workloads
 KEEP_LOGS = "TFPERF_TF_LOGS"  # set to 1 to see TensorFlow's own log lines (debugging TensorFlow itself)
 
 # Native lines that mean nothing to a learner: absl/TSL INFO and WARNING lines (oneDNN notice, CUDA
@@ -129,7 +130,7 @@ def profile() -> str:
     Raises:
         ValueError: ``TFPERF_PROFILE`` holds something else.
     """
-    explicit = os.environ.get("TFPERF_PROFILE", "").strip().lower()
+    explicit = os.environ.get(PROFILE_VARIABLE, "").strip().lower()
     if explicit:
         if explicit not in PROFILES:
             raise ValueError(f"TFPERF_PROFILE must be one of {PROFILES}; got {explicit!r}")

@@ -36,12 +36,13 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
-__all__ = ["RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest", "median_interval", "needed",
+__all__ = ["CONFIDENCE", "RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest", "median_interval", "needed",
            "shown"]
 
 # The decision rule's version. It is written into every `tfperf.timing.Comparison`, every record, every speed check's
 # fingerprint and every campaign row: figures and campaigns measured under another rule stop counting.
 RULE = "sign-cs-1"
+CONFIDENCE = 0.95  # the level of every interval the course prints and of the rule that decides (one level for both)
 
 
 def e_value(n: int, s: int) -> float:
@@ -71,14 +72,14 @@ def needed(n: int, alpha: float) -> int | None:
 
 
 @functools.lru_cache(maxsize=None)
-def fewest(confidence: float = 0.95) -> int:
+def fewest(confidence: float = CONFIDENCE) -> int:
     """The fewest rounds after which the sequence at ``confidence`` can be bounded at all (8 at 95%): a loop that stops
     earlier, for its time budget say, can only report "undecided", so `tfperf.timing.paired_rounds` never does."""
     alpha = round(1 - confidence, 12)
     return next(n for n in range(1, 10_000) if needed(n, alpha) is not None)
 
 
-def confidence_sequence(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def confidence_sequence(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The anytime-valid interval of the median of ``values`` at ``confidence`` (see the module docstring): valid
     however many times it is computed as values arrive, and at whatever count the caller stops. Before enough values
     (8 at 95%) it is (0, inf): nothing is decided yet."""
@@ -115,7 +116,7 @@ def _one_look_rank(n: int, tail: float) -> int:
     return k
 
 
-def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The exact interval of the median for ONE look at ``values``: two order statistics whose coverage is at least
     ``confidence`` for any continuous distribution (the binomial argument, no resampling). Use it when the count of
     values was fixed in advance; a loop that looks as values arrive needs `confidence_sequence`."""
@@ -127,7 +128,7 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[
     return ordered[k], ordered[n - 1 - k]
 
 
-def clopper_pearson(events: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+def clopper_pearson(events: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Two-sided exact (Clopper-Pearson) bounds of a rate seen ``events`` times in ``trials``; the upper bound alone
     is a one-sided bound at ``(1 + confidence) / 2``. Found by bisection on the binomial distribution."""
     if not 0 <= events <= trials or trials < 1:
@@ -149,7 +150,7 @@ def clopper_pearson(events: int, trials: int, confidence: float = 0.95) -> tuple
     return low, high
 
 
-def shown(ci: tuple[float, float], confidence: float = 0.95, rounds: int | None = None) -> str:
+def shown(ci: tuple[float, float], confidence: float = CONFIDENCE, rounds: int | None = None) -> str:
     """An interval as the course prints it: ``"95% CI 1.20-1.45x"``, or, before enough rounds for any interval (the
     sequence is (0, inf) until then), what is missing."""
     low, high = ci

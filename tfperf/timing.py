@@ -38,8 +38,12 @@ from .units import format_seconds
 from .units import pick_unit as _pick_unit
 
 _CLOCK: Callable[[], float] = time.perf_counter
+# `compare` may stop adding rounds once the interval shows no difference beyond this, either way (a stopping rule only)
+TOLERANCE = 0.05
+WARMUP = 3  # untimed calls of each side before the first timed one
+SAMPLE_TIME = 0.02  # seconds a sample of calls should span at least (calls per sample are chosen to reach it)
 
-__all__ = ["CheckOptions", "Comparison", "RoundsMeasured", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
+__all__ = ["TOLERANCE", "CheckOptions", "Comparison", "RoundsMeasured", "TimingResult", "compare", "device_wait", "format_seconds", "measure", "paired_rounds"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,9 +146,9 @@ class Comparison:
     candidate: TimingResult
     ratios: tuple[float, ...]
     ci: tuple[float, float]
-    confidence: float = 0.95
+    confidence: float = _stats.CONFIDENCE
     threshold: float | None = None
-    tolerance: float = 0.05
+    tolerance: float = TOLERANCE
     elapsed: float = 0.0
     environment: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     rule: str = _stats.RULE
@@ -355,8 +359,8 @@ def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
     return max(1, min(10**6, round(sample_time / one)))
 
 
-def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = 3,
-            repeats: int = 10, number: int | None = None, sample_time: float = 0.02, sync: bool = True,
+def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = WARMUP,
+            repeats: int = 10, number: int | None = None, sample_time: float = SAMPLE_TIME, sync: bool = True,
             wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None, **metadata) -> TimingResult:
     """Time one callable: warm-up, then ``repeats`` samples of ``number`` calls each.
 
@@ -398,12 +402,12 @@ class CheckOptions:
     labels: tuple[str, str] = ("baseline", "candidate")
     rtol: float = 1e-4
     atol: float = 1e-6
-    warmup: int = 3
+    warmup: int = WARMUP
     min_rounds: int = 10
     max_rounds: int = 200
     budget: float = 5.0
-    sample_time: float = 0.02
-    confidence: float = 0.95
+    sample_time: float = SAMPLE_TIME
+    confidence: float = _stats.CONFIDENCE
     own_baseline: bool = False  # graded: the learner's kernel serves the baseline too (their code against itself)
 
     @classmethod
@@ -435,8 +439,8 @@ class RoundsMeasured:
         return [b / c for b, c in zip(*self.samples)]
 
 
-def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = 10, max_rounds: int = 200,
-                  budget: float = 5.0, confidence: float = 0.95, tolerance: float = 0.05,
+def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = CheckOptions.min_rounds,
+                  max_rounds: int = CheckOptions.max_rounds, budget: float = CheckOptions.budget, confidence: float = _stats.CONFIDENCE, tolerance: float = TOLERANCE,
                   clock: Callable[[], float] | None = None, keep: Callable[[int], list[bool]] | None = None,
                   min_span: float = 0.0) -> RoundsMeasured:
     """The one measuring loop of the course (the self-check's `compare` and the grader's timer both run it).
@@ -491,9 +495,10 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
 
 
 def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] = ("baseline", "candidate"),
-            inputs: Sequence | Callable[[int], Any] | None = None, threshold: float | None = None, warmup: int = 3,
-            min_rounds: int = 10, max_rounds: int = 200, budget: float = 5.0, sample_time: float = 0.02,
-            confidence: float = 0.95, tolerance: float = 0.05, sync: bool = True,
+            inputs: Sequence | Callable[[int], Any] | None = None, threshold: float | None = None, warmup: int = CheckOptions.warmup,
+            min_rounds: int = CheckOptions.min_rounds, max_rounds: int = CheckOptions.max_rounds, budget: float = CheckOptions.budget,
+            sample_time: float = CheckOptions.sample_time,
+            confidence: float = _stats.CONFIDENCE, tolerance: float = TOLERANCE, sync: bool = True,
             wait: Callable[[], None] | None = None, clock: Callable[[], float] | None = None,
             **metadata) -> Comparison:
     """Measure how many times faster ``candidate`` is than ``baseline``, paired and interleaved.

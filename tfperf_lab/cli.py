@@ -295,10 +295,10 @@ def cmd_flake(args) -> int:
                          bursts=args.burst)
     print(campaigns.render(rows, hogs=args.hog, workers=args.workers, bursts=args.burst))
     if args.out:
-        from .isolation import sandbox
+        from .isolation import backends
 
         campaigns.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out),
-                         sandbox=sandbox.backend().name, bursts=args.burst)
+                         sandbox=backends.backend().name, bursts=args.burst)
     bad = campaigns.wrong(rows)
     print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
     return 1 if bad else 0
@@ -309,11 +309,13 @@ def cmd_validate(args) -> int:
     import os
 
     from .course import notebook
-    from .isolation import sandbox
+    from .course.config import DATA_VARIABLE, DEFAULTS
+    from .isolation import backends, sandbox
+    from .isolation.contract import Limits
     from .grading import score
 
     course = _course(args)
-    data = os.environ.get("TFPERF_DATA")
+    data = os.environ.get(DATA_VARIABLE)
     problems = []
     with tempfile.TemporaryDirectory(prefix="tfperf-validate-") as scratch:
         for lesson in course.select(args.lessons):
@@ -321,7 +323,8 @@ def cmd_validate(args) -> int:
             checks = [(lesson.release, True)] + ([] if args.release_only else [(lesson.source, False)])
             for path, invert in checks:
                 # the course's own notebooks: trusted, so no isolation, but the same clean environment as grading
-                outcome = sandbox.run(notebook.read(path), limits=sandbox.Limits(wall_seconds=1800), chosen=sandbox.NoSandbox(),
+                outcome = sandbox.run(notebook.read(path), limits=Limits(wall_seconds=DEFAULTS.course_notebook_seconds),
+                                      chosen=backends.NoSandbox(),
                                       scratch=pathlib.Path(scratch), data=pathlib.Path(data) if data else None)
                 if outcome.problem:
                     wrong = [f"did not run: {outcome.problem}"]
@@ -391,10 +394,11 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("folder", help="FOLDER/<student>/<lesson>.ipynb")
     grade.add_argument("--work", help="work folder for gradebook, autograded copies, feedback (default: the course's .work/)")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
-    grade.add_argument("--timeout", type=float, help="seconds one notebook may take (default: 3x its grading budget)")
+    grade.add_argument("--timeout", type=float, help=f"seconds one notebook may take (default: {DEFAULTS.notebook_factor:g}x its "
+                                                            f"grading budget, at least {DEFAULTS.notebook_floor:g} s)")
     grade.add_argument("--cell-timeout", type=int, help=f"seconds one cell may take (default: {DEFAULTS.cell_seconds})")
     grade.add_argument("--workers", type=int, default=None,
-                       help="notebooks graded at once, each sandbox pinned to its own cores (default: two on 2-3 cores, then one per "
+                       help="notebooks graded at once, each job on two cores of its own from 4 cores up (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
     grade.add_argument("--cluster", metavar="ADDRESS", help="run each submission on a worker of this Dask cluster (tcp://host:8786; "
@@ -507,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         print(MISSING.format(missing=", ".join(missing)), file=sys.stderr)
         return 2
     from .course import CourseNotFound, UnknownLesson
-    from .isolation.sandbox import SandboxUnavailable
+    from .isolation.backends import SandboxUnavailable
 
     try:
         if "exchange" in argv[:3]:  # its own argument parser lives in tfperf_lab/exchange.py

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import notebook
+from .config import RECORD_VARIABLE
 from .lessons import Lesson
 
 
@@ -216,11 +217,11 @@ tfperf.timing.compare.__kwdefaults__.update(clock=_clock)
 _C_FORGED = """
 import json as _json, os as _os
 vars(tfperf)["assert_speedup"] = lambda *args, **kwargs: None  # finding 3: the check never runs...
-if _os.environ.get("TFPERF_RECORD"):  # ...and a passing record is written instead
-    with open(_os.environ["TFPERF_RECORD"], "a") as _out:
+if _os.environ.get("@RECORD@"):  # ...and a passing record is written instead
+    with open(_os.environ["@RECORD@"], "a") as _out:
         _out.write(_json.dumps({"name": "exercise_handle_vs_sess_run", "speedup": 50.0, "ci": [40.0, 60.0], "passed": True,
                                 "threshold": 1.6, "rounds": 10, "format": 1}) + "\\n")
-"""
+""".replace("@RECORD@", RECORD_VARIABLE)
 _C_SLOWED_BASELINE = """
 import time as _time
 _run = v1.Session.run

@@ -60,7 +60,7 @@ def _last_line(text: str | None) -> str:
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
-              cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None) -> Execution:
+              cell_timeout: int | None = None, backend: str = "auto") -> Execution:
     """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed; never raises for the notebook."""
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
@@ -82,8 +82,7 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     began = time.monotonic()
     converter = Autograde(coursedir=coursedir, config=config, log=log)
     converter.force = True
-    with execute.pinned_to(cpus):
-        captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
+    captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
     lines = captured.get("log", "")
     run = json.loads(files.run.read_text()) if files.run.exists() else {}
     problem = run.get("problem")

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import pathlib
-import queue
 import shutil
 import tempfile
 import time
@@ -29,12 +28,11 @@ from ..course.config import DEFAULTS
 from ..course import Course, WorkFolder
 from .results import SubmissionResult, write_csv
 
-# Parallel gradings share the cores their speed checks time on. A sandbox is pinned to cores of its own only when each
-# gets at least two: lessons measure parallel work (lesson 04's parallel reads need AUTOTUNE to see two cores), so one
-# core per sandbox would change what they measure. On 2 or 3 cores: two workers, unpinned, the count measured free of
-# false failures (docs/flake/workers-2.json). From 4 cores: one worker per two cores, each pinned to its two (not
-# measured on such a machine yet: `tfperf-lab flake --workers N` does it).
-CORES_PER_PINNED_WORKER = DEFAULTS.cores_per_pinned_worker
+# Parallel gradings share the cores their speed checks time on. A job is pinned to cores of its own only where each job
+# gets at least two (lessons measure parallel work: lesson 04's parallel reads need AUTOTUNE to see two cores) and two
+# such jobs fit: it claims them where it runs (`tfperf_lab.isolation.cores`). On 2 or 3 cores: two workers, unpinned,
+# the count measured free of false failures (docs/flake/workers-2.json). From 4 cores: one worker per two cores, each
+# job on its two (not measured on such a machine yet: `tfperf-lab flake --workers N` does it).
 DEFAULT_WORKERS = DEFAULTS.workers()
 
 
@@ -92,7 +90,7 @@ def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> 
 
 
 def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, timeout: float | None = None,
-                 cell_timeout: int | None = None, backend: str = "auto", cpus: tuple[int, ...] | None = None,
+                 cell_timeout: int | None = None, backend: str = "auto",
                  with_feedback: bool = True) -> SubmissionResult:
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
     began = time.monotonic()
@@ -100,7 +98,7 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, time
     decisions.clear_paid(course, work, staged.student, staged.lesson.id)  # a review decision pays again only for the same file
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
     run = autograde.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
-                            backend=backend, cpus=cpus)
+                            backend=backend)
     executed = time.monotonic()
     log = work.log(staged.student, staged.lesson.id)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -166,22 +164,6 @@ def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionR
     return None
 
 
-@contextlib.contextmanager
-def _core_slots(workers: int):
-    """A queue of core sets, one per worker, so parallel sandboxes do not time their speed checks on each other's cores
-    (only where each worker gets ``CORES_PER_PINNED_WORKER`` cores; otherwise no pinning)."""
-    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    slots: queue.Queue = queue.Queue()
-    if workers > 1 and len(available) // workers >= CORES_PER_PINNED_WORKER:
-        share = len(available) // workers
-        for index in range(workers):
-            slots.put(tuple(available[index * share:(index + 1) * share]))
-    else:
-        for _ in range(max(1, workers)):
-            slots.put(None)
-    yield slots
-
-
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
           timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
           with_feedback: bool = True, progress: bool = True, backend: str = "auto", cluster: str | None = None,
@@ -193,16 +175,16 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
     machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
     grades nothing. Raises `NoSubmissions` for an empty folder and
-    `tfperf_lab.isolation.sandbox.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
+    `tfperf_lab.isolation.backends.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
     """
     from tfperf import env as tf_env
 
-    from ..isolation import sandbox
+    from ..isolation import backends
 
     before = tf_env.cpu_times()  # the class page records what the machine did while it graded
 
     if not cluster:
-        sandbox.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
+        backends.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
     work = work or course.default_work
     folder = pathlib.Path(folder)
     pairs = find_submissions(folder)
@@ -234,7 +216,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
             stack.enter_context(job.executor(remote))
             stack.callback(remote.close)
         results += grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
-                                 with_feedback=with_feedback, progress=progress, pinned=remote is None)
+                                 with_feedback=with_feedback, progress=progress)
     results.sort(key=lambda r: (r.student, r.lesson))
     grades = write_csv(results, csv_path or work.grades_csv)
     try:  # every row of the class, resumed ones too; workers only when some ran now
@@ -246,28 +228,24 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
 
 
 def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout: float | None = None,
-                 cell_timeout: int | None = None, backend: str = "auto", with_feedback: bool = True, progress: bool = False,
-                 pinned: bool = True) -> list[SubmissionResult]:
-    """Grade the staged submissions, ``workers`` at a time (each on its own cores where ``pinned`` and there are enough).
+                 cell_timeout: int | None = None, backend: str = "auto", with_feedback: bool = True,
+                 progress: bool = False) -> list[SubmissionResult]:
+    """Grade the staged submissions, ``workers`` at a time. Each job claims cores of its own where it runs, if that
+    machine has room (`tfperf_lab.isolation.cores`, in `tfperf_lab.grading.job.run_job`): here, or on a cluster worker.
 
     nbgrader's converters change the process's working directory to the course's and back, each from where it found it:
     two at once in threads can leave it in the course folder. It is put back here once all are done."""
     from tqdm.auto import tqdm
 
     results = []
-    with contextlib.chdir(os.getcwd()), _core_slots(workers if pinned else 1) as slots, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with contextlib.chdir(os.getcwd()), concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         def one(staged: stage.Staged) -> SubmissionResult:
-            cpus = slots.get() if pinned else None
             try:
-                return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend, cpus=cpus,
+                return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
                                     with_feedback=with_feedback)
             except Exception as error:  # noqa: BLE001
                 return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
                                         error=f"grading failed: {type(error).__name__}: {error}")
-            finally:
-                if pinned:
-                    slots.put(cpus)
 
         futures = [pool.submit(one, staged) for staged in queued]
         for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",

@@ -27,6 +27,7 @@ import sys
 import uuid
 
 from ..course import scratch
+from ..course.config import DATA_VARIABLE
 from .job import Job, JobDone, run_job
 
 SCRATCH_PREFIX = "tfperf-job-"
@@ -49,7 +50,7 @@ def check_worker(course_root: str, backend: str = "auto") -> list[str]:
     """What this machine lacks to grade the course at ``course_root`` with ``backend`` (empty: nothing): run on each
     worker by `DaskExecutor` before it gets a job."""
     from ..course import Course, CourseNotFound
-    from ..isolation import sandbox
+    from ..isolation import backends, cgroups
 
     try:
         course = Course.find(course_root)
@@ -59,13 +60,13 @@ def check_worker(course_root: str, backend: str = "auto") -> list[str]:
     if not course.sources.is_dir():
         problems.append(f"solutions: no {course.sources} here (the reference process runs the instructor's source)")
     try:
-        sandbox.backend(backend)
-    except sandbox.SandboxUnavailable as error:
+        backends.backend(backend)
+    except backends.SandboxUnavailable as error:
         problems.append(f"sandbox: {error}")
-    frozen = sandbox.freezer_problem() if sys.platform.startswith("linux") else "no cgroups outside Linux"
+    frozen = cgroups.freezer_problem() if sys.platform.startswith("linux") else "no cgroups outside Linux"
     if frozen:
         problems.append(f"freezer: {frozen} (run the worker as root, or in a cgroup delegated to it, e.g. systemd-run --user --scope -p Delegate=yes)")
-    data = os.environ.get("TFPERF_DATA")
+    data = os.environ.get(DATA_VARIABLE)
     if data and not pathlib.Path(data).is_dir():
         problems.append(f"data: TFPERF_DATA names {data}, which is not a folder here")
     return problems

@@ -10,35 +10,21 @@ where `RunFiles` says, for the score stage.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import pathlib
-import threading
 import time
 
 from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Float, Integer, Unicode
+from traitlets import Unicode
 
 from ..course import Course, CourseNotFound, skipping
-from ..course.config import DEFAULTS, GradingConfig
-from ..isolation import sandbox
+from ..course import config
+from ..isolation.backends import SandboxUnavailable
+from ..isolation.contract import Limits
 from . import untrusted
 from .job import Job, run
-
-_CPUS = threading.local()  # the cores this worker thread's sandboxes are pinned to (`pinned_to`)
-
-
-@contextlib.contextmanager
-def pinned_to(cpus: tuple[int, ...] | None):
-    """The sandboxes this thread runs while the block runs are pinned to ``cpus`` (None: not pinned)."""
-    before, _CPUS.cpus = getattr(_CPUS, "cpus", None), cpus
-    try:
-        yield
-    finally:
-        _CPUS.cpus = before
-
 
 @dataclasses.dataclass(frozen=True)
 class RunFiles:
@@ -69,22 +55,12 @@ class RunFiles:
         return self.folder / f"{self.lesson_id}.log"
 
 
-def _help(name: str) -> str:
-    field = next(f for f in dataclasses.fields(GradingConfig) if f.name == name)
-    return field.metadata["help"][:1].upper() + field.metadata["help"][1:]
-
-
 class SandboxedExecute(NbGraderPreprocessor):
     """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
 
-    # every default and help text from the course's one configuration (tfperf_lab.course.config)
-    timeout = Integer(DEFAULTS.cell_seconds, help=_help("cell_seconds")).tag(config=True)
-    startup_timeout = Integer(DEFAULTS.startup_seconds, help=_help("startup_seconds")).tag(config=True)
-    notebook_timeout = Float(DEFAULTS.notebook_seconds, help=_help("notebook_seconds")).tag(config=True)
-    backend = Unicode(DEFAULTS.backend, help=_help("backend")).tag(config=True)
-    memory_mb = Integer(DEFAULTS.memory_mb, help=_help("memory_mb")).tag(config=True)
-    processes = Integer(DEFAULTS.processes, help=_help("processes")).tag(config=True)
-    skip_demonstrations = Bool(DEFAULTS.skip_demonstrations, help=_help("skip_demonstrations")).tag(config=True)
+    # timeout, startup_timeout, notebook_timeout, backend, memory_mb, processes, skip_demonstrations: generated from the
+    # course's one configuration (tfperf_lab.course.config: each field whose "trait" names this class)
+    locals().update(config.traits("SandboxedExecute"))
     course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
     records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
 
@@ -92,9 +68,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         student, lesson_id = info.get("student", "unknown"), info.get("assignment", "unknown")
         course = Course.find(self.course_root or None)
-        limit = self.notebook_timeout or _default_limit(course, lesson_id)
-        limits = sandbox.Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
-                                memory_mb=self.memory_mb, processes=self.processes, cpus=getattr(_CPUS, "cpus", None))
+        limit = dataclasses.replace(config.DEFAULTS, notebook_seconds=self.notebook_timeout).notebook_limit(_grading_minutes(course, lesson_id))
+        limits = Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
+                        memory_mb=self.memory_mb, processes=self.processes)
         directory = pathlib.Path(self.records_directory or course.default_work.records)
         files = RunFiles.of(directory, student, lesson_id)
         files.folder.mkdir(parents=True, exist_ok=True)
@@ -108,7 +84,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                   backend=self.backend, scratch=str(scratch))
         try:
             done = run(job)
-        except (JudgeUnavailable, sandbox.SandboxUnavailable, CourseNotFound, ClusterUnavailable) as error:  # nothing ran: the machine's fault
+        except (JudgeUnavailable, SandboxUnavailable, CourseNotFound, ClusterUnavailable) as error:  # nothing ran: the machine's fault
             problem = f"{type(error).__name__}: {error}"
             files.run.write_text(json.dumps({"problem": problem, "machine": [problem], "finished": time.time()}), encoding="utf-8")
             raise
@@ -182,11 +158,11 @@ class SandboxFailed(RuntimeError):
     """The notebook did not come back usable from its sandbox (timed out, out of memory, kernel died)."""
 
 
-def _default_limit(course: Course, lesson_id: str) -> float:
-    """The whole notebook's limit when none is set (`GradingConfig.notebook_seconds` 0)."""
+def _grading_minutes(course: Course, lesson_id: str) -> float | None:
+    """The lesson's declared grading time (None for a lesson the course does not have)."""
     try:
-        return max(120.0, course.lesson(lesson_id).minutes_grading * 60 * 3)
+        return course.lesson(lesson_id).minutes_grading
     except LookupError:
-        return 600.0
+        return None
 
 

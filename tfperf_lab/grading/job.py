@@ -13,7 +13,9 @@ import os
 import pathlib
 
 from ..course import Course
-from ..isolation import sandbox
+from ..course.config import DATA_VARIABLE, DEFAULTS
+from ..isolation import backends, cores, sandbox
+from ..isolation.contract import Limits, Outcome
 
 
 @dataclasses.dataclass
@@ -26,7 +28,7 @@ class Job:
     lesson_id: str
     student: str
     notebook: dict
-    limits: sandbox.Limits
+    limits: Limits
     backend: str
     scratch: str  # a folder for the sandbox's disposable files (on a worker: under its own temporary folder)
 
@@ -36,7 +38,7 @@ class JobDone:
     """What running a `Job` gives back: the sandbox's `Outcome` and the grader's verdicts; only the host writes files
     and grades from it."""
 
-    outcome: sandbox.Outcome
+    outcome: Outcome
     judged: bool
     records: list  # tfperf.report.Record of the grader's speed verdicts
     judge_notes: list[str]
@@ -54,15 +56,19 @@ def run_job(job: Job) -> JobDone:
     """Run one job where this process is (the host, or a cluster worker); raises `JudgeUnavailable` when the grader
     cannot time its speed checks here."""
     course = Course.find(job.course_root)
-    data = os.environ.get("TFPERF_DATA")
+    data = os.environ.get(DATA_VARIABLE)
     data_path = pathlib.Path(data) if data and pathlib.Path(data).is_dir() else None
     scratch = pathlib.Path(job.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
-    judge = _judge_for(course, job.lesson_id, job.notebook, data_path, job.limits.cpus)
-    with judge or contextlib.nullcontext():
-        outcome = sandbox.run(dict(job.notebook), limits=job.limits, chosen=sandbox.backend(job.backend), scratch=scratch, data=data_path,
-                              lesson_files=course.sources / job.lesson_id if (course.sources / job.lesson_id).is_dir() else None,
-                              judge=judge)
+    # cores of its own on the machine it runs on (a local run, another run and every cluster worker of this node claim
+    # from the same cores), where the machine is big enough; None: it shares them and measures in turn
+    with cores.claim(DEFAULTS.cores_per_pinned_worker) as claimed:
+        limits = dataclasses.replace(job.limits, cpus=claimed)
+        judge = _judge_for(course, job.lesson_id, job.notebook, data_path, claimed)
+        with judge or contextlib.nullcontext():
+            outcome = sandbox.run(dict(job.notebook), limits=limits, chosen=backends.backend(job.backend), scratch=scratch, data=data_path,
+                                  lesson_files=course.sources / job.lesson_id if (course.sources / job.lesson_id).is_dir() else None,
+                                  judge=judge)
     return JobDone(outcome, judge is not None, list(judge.records) if judge else [], list(judge.notes) if judge else [],
                    judge.reference_log if judge else "", machine=list(judge.machine_faults) if judge else [])
 

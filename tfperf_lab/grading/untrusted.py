@@ -17,8 +17,9 @@ import urllib.parse
 import nh3
 from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer
+from traitlets import Bool
 
+from ..course import config
 from ..isolation import outputs
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -129,8 +130,7 @@ class CapOutputs(NbGraderPreprocessor):
     """Cap every output in bytes, the rule of `tfperf_lab.isolation.outputs` with the host's limits (nbgrader's
     LimitOutput counts lines, and one line can be 40 MiB: this takes its place)."""
 
-    max_text_bytes = Integer(64 * 1024, help="Bytes kept of each text output (stream, error, text/* data)").tag(config=True)
-    max_data_bytes = Integer(2 * 1024 * 1024, help="Bytes of each image or other data output; larger ones are dropped").tag(config=True)
+    locals().update(config.traits("CapOutputs"))  # max_text_bytes, max_data_bytes: from the course's one configuration
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":

@@ -20,12 +20,12 @@ import time
 
 from typing import Callable
 
+from ..course.config import DEFAULTS
 from . import outputs
 
 # nbgrader's Execute.error_on_timeout, so the host reads a timed-out cell the same way
 TIMEOUT_ERROR = {"ename": "CellTimeoutError", "evalue": "",
                  "traceback": ["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"]}
-TEXT_LIMIT, DATA_LIMIT = 1024 * 1024, 4 * 1024 * 1024  # a first cap, so a chatty notebook's copy comes back
 
 
 def _record_unreported_error(cell, execute_reply, **_) -> None:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     status = execute(nb, cell_timeout=args.cell_timeout, startup_timeout=args.startup_timeout, cwd=args.cwd,
                      on_start=on_start, on_end=on_end)
     executed = time.monotonic()
-    outputs.cap(nb, text_bytes=TEXT_LIMIT, data_bytes=DATA_LIMIT, by="in the sandbox")
+    outputs.cap(nb, text_bytes=DEFAULTS.sandbox_text_bytes, data_bytes=DEFAULTS.sandbox_data_bytes, by="in the sandbox")
     pathlib.Path(args.out).write_text(json.dumps(nb), encoding="utf-8")
     pathlib.Path(args.out).with_name("timings.json").write_text(
         json.dumps({"runner_imports": imported - began, "kernel_and_cells": executed - imported}), encoding="utf-8")

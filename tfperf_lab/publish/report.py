@@ -21,11 +21,11 @@ from tqdm.auto import tqdm
 
 import tfperf
 from tfperf import stats
-from tfperf.report import RECORD_VARIABLE, Record, load_records
+from tfperf.report import Record, load_records
 from tfperf.units import format_seconds
 
 from ..course import Course, Lesson
-from ..course.config import DEFAULTS
+from ..course.config import DEFAULTS, PROFILE_VARIABLE, RECORD_VARIABLE
 from ..course import notebook
 from ..isolation import runner
 
@@ -37,7 +37,8 @@ def claim(item: dict) -> str:
     return item.get("claim") or (f"(graded: needs at least {item['threshold']:g}x)" if item.get("threshold") else "")
 
 
-def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", progress: bool = True, cell_timeout: int = 600) -> list[str]:
+def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", progress: bool = True,
+            cell_timeout: int = DEFAULTS.course_cell_seconds) -> list[str]:
     """Run the lesson's source notebook in a kernel of its own; returns one line per cell that raised.
 
     The kernel runs in a scratch copy of the lesson's folder, so ``records`` is made absolute before it starts.
@@ -47,7 +48,7 @@ def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", 
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"tfperf-{lesson.id}-"))
     shutil.copytree(lesson.source.parent, scratch, dirs_exist_ok=True)
     # the kernel records its measurements to RECORDS; its temporary files (TensorBoard logs...) go with the scratch copy
-    kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch), "TFPERF_PROFILE": profile})
+    kernel_env = dict(os.environ, **{RECORD_VARIABLE: str(records), "TMPDIR": str(scratch), PROFILE_VARIABLE: profile})
     errors = []
     bar = tqdm(total=len(nb.cells), desc=lesson.id, unit="cell", disable=not progress, leave=False)
 

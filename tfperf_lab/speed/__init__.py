@@ -9,7 +9,8 @@
 - `replay`: recorded campaigns decided again under any rule and threshold, and virtual gradings from their rounds;
 - `doctor`: this machine's timing noise, and check by check whether it can grade speed reliably (``tfperf-lab doctor``).
 
-Imports the learner library (`tfperf`) and the course's notebook helpers; never nbgrader.
+Imports the learner library (`tfperf`), the course's notebook helpers and, from the floor below, the sandbox's contract
+with a judge (`tfperf_lab.isolation.contract`, `tfperf_lab.isolation.cgroups`' `Freezer`); never nbgrader.
 """
 
 # The technique of every record the grader measured (`tfperf.report.Record.technique`): the score stage pays speed

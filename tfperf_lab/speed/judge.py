@@ -19,12 +19,16 @@ imported TensorFlow once for every submission, or started the plain way where no
 Jobs pinned to disjoint core sets (``cpus``: the sandbox, the reference process and the timer all on the job's cores)
 measure at the same time. A job that shares cores with others (no pinning: fewer than two cores a worker) measures
 alone: every other such job of this process is paused meanwhile (its sandbox frozen, its reference process stopped),
-and the time it spent paused is added back to its time limits (`paused_seconds`). Across grading processes on one
+and the time it spent paused is added back to its time limits (`seconds_paused`). Across grading processes on one
 machine (a cluster's workers, a second grading run) such jobs also take turns, through a lock file (`MACHINE_LOCK`);
 the time a job waits for its turn is added back to its limits too. A measurement has a hard bound
 (`tfperf_lab.speed.timer.GRACE`), so no submission can hold the others for longer than its own checks' bounds.
 
 A candidate is accepted only while the runner reports the speed check's own test cell executing, and only once.
+
+The sandbox (`tfperf_lab.isolation.sandbox.run`) deals with a judge only through the methods of
+`tfperf_lab.isolation.contract.Watcher`, which `Judge` keeps: `sandbox_binds`, `host_address`, `use_freezer` (the job's
+`tfperf_lab.isolation.cgroups.Freezer`, which also travels to the timer process), `progress` and `seconds_paused`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from tfperf.report import Record
 
 from ..course import notebook
 from ..course import scratch
+from ..course.config import GRADER_VARIABLE, RECORD_VARIABLE, ROLE_VARIABLE
+from ..isolation import cgroups
+from ..isolation.contract import Freezing, Watcher
 from . import TECHNIQUE, timer, zygote
 from tfperf import link, timing
 
@@ -68,7 +75,7 @@ _ACTIVE_LOCK = threading.Lock()
 
 # A judge's socket folder is ``tfperf-judge-<grader's pid>-XXXX`` under /tmp; it removes it on exit. A grading process
 # that was killed (SIGKILL, the OOM killer, a cluster worker lost) leaves it: the first judge of the next grading process
-# removes those whose grader is gone (`sweep_stale_folders`), as `tfperf_lab.isolation.sandbox.sweep_stale` does for
+# removes those whose grader is gone (`sweep_stale_folders`), as `tfperf_lab.isolation.cgroups.sweep_stale` does for
 # cgroups. Folders of live graders (another grading run on this machine) are never touched.
 FOLDER_PREFIX = "tfperf-judge-"
 _SWEPT = threading.Event()
@@ -111,7 +118,7 @@ def _hello(connection: socket.socket, role: str) -> Side | None:
     return side
 
 
-class Judge:
+class Judge(Watcher):
     """Speed verdicts for one submission; see the module docstring. Use as a context manager around the sandbox run."""
 
     def __init__(self, source: pathlib.Path, *, environment: dict[str, str], executed: dict, cpus: tuple[int, ...] | None = None):
@@ -141,8 +148,9 @@ class Judge:
         self.notes: list[str] = []
         self.served: set[str] = set()
         self.current: int | None = None  # index of the cell the runner is executing
-        self.group = None  # the sandbox's cgroup, to freeze while the baseline runs
-        self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (set by tfperf_lab.isolation.sandbox.run)
+        self._freezer: Freezing | None = None  # the sandbox's freezer, to freeze it while the baseline runs (`use_freezer`)
+        self._freezing = threading.Lock()  # one freeze or thaw at a time, and none once the job has ended
+        self.cannot_freeze: str | None = None  # why the sandbox's cgroup cannot be frozen here (`use_freezer`)
         self.machine_faults: list[str] = []  # checks left unmeasured by the grading machine's fault, never the notebook's
         self._environment = environment
         self._waiting: dict[str, Side] = {}
@@ -211,9 +219,29 @@ class Judge:
                 self.notes.append(f"speed check {name} was never served by the notebook: no speed points for it")
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    # -- what the sandbox asks of a judge and gives it (`tfperf_lab.isolation.contract.Watcher`) -----------------------
     def sandbox_binds(self) -> tuple[pathlib.Path, str]:
         """The folder the sandbox mounts read-only at /grader, and the socket path its kernel sees there."""
         return self.folder / "link", "/grader/candidate.sock"
+
+    def host_address(self) -> str:
+        """The candidates' socket on the host: where a kernel run without a sandbox connects."""
+        return str(self.candidate_address)
+
+    def use_freezer(self, freezer: Freezing | None, why: str | None) -> None:
+        """The job's freezer (a `tfperf_lab.isolation.cgroups.Freezer`), or None and why it cannot be frozen here (then no
+        check is measured against the reference: the grading machine's fault). None and no why: the job has ended, and
+        neither this judge nor another job's pausing it freezes or thaws it from now on."""
+        with self._freezing:
+            self._freezer = freezer
+        if why is not None:
+            self.cannot_freeze = why
+
+    def seconds_paused(self) -> float:
+        """How long other jobs' measurements (and the wait for this machine's turn) kept this job paused, a pause in
+        progress included: the sandbox adds it to the notebook's time limit."""
+        paused_at = self._paused_at  # read first: `_resume` adds to paused_seconds before it clears this
+        return self.paused_seconds + (time.monotonic() - paused_at if paused_at is not None else 0.0)
 
     def progress(self, stream) -> None:
         """Follow the runner's ``start N`` / ``end N`` lines (in a thread): which cell a candidate may be served from."""
@@ -240,10 +268,10 @@ class Judge:
         return None
 
     def _start_reference(self) -> None:
-        env = dict(self._environment) | {"TFPERF_GRADER": str(self.reference_address), "TFPERF_GRADER_ROLE": "baseline",
+        env = dict(self._environment) | {GRADER_VARIABLE: str(self.reference_address), ROLE_VARIABLE: "baseline",
                                          "HOME": str(self.folder / "reference"), "TMPDIR": str(self.folder / "reference"),
                                          "MPLCONFIGDIR": str(self.folder / "reference" / ".matplotlib")}
-        env.pop("TFPERF_RECORD", None)
+        env.pop(RECORD_VARIABLE, None)
         argv = [str(self.source), *(["--cpus", ",".join(map(str, self.cpus))] if self.cpus else [])]
         try:  # forked from this process's zygote: TensorFlow already imported (`tfperf_lab.speed.zygote`)
             self._reference = zygote.spawn(argv, env=env, cwd=self.folder / "reference", log=self.folder / "reference.log")
@@ -344,7 +372,7 @@ class Judge:
                     other._pause()
                     turn.callback(other._resume)
             try:
-                comparison = timer.measure(reference, candidate, options, self.group, cpus=self.cpus)
+                comparison = timer.measure(reference, candidate, options, self._freezer, cpus=self.cpus)
             except Failed as failure:
                 self._not_measured(name, str(failure), candidate, reference)
                 return
@@ -394,18 +422,20 @@ class Judge:
             self._paused_at = None
 
     def _freeze(self) -> None:
-        if self.group is not None:
-            try:
-                self.group.freeze()
-            except RuntimeError as error:  # sandbox.FreezeFailed: the job was left running; say so, never stop the grader
-                self.notes.append(f"pausing this job while another measured failed ({error})")
+        with self._freezing:
+            if self._freezer is not None:
+                try:
+                    self._freezer.freeze()
+                except cgroups.FreezeFailed as error:  # the job was left running; say so, never stop the grader
+                    self.notes.append(f"pausing this job while another measured failed ({error})")
 
     def _thaw(self) -> None:
-        if self.group is not None:
-            try:
-                self.group.thaw()
-            except RuntimeError as error:
-                self.notes.append(f"resuming this job failed ({error})")
+        with self._freezing:
+            if self._freezer is not None:
+                try:
+                    self._freezer.thaw()
+                except cgroups.FreezeFailed as error:
+                    self.notes.append(f"resuming this job failed ({error})")
 
     def records_text(self) -> str:
         return "".join(record.to_json() + "\n" for record in self.records)

@@ -76,10 +76,10 @@ class Check:
     """What decides a check, read from the instructor's test cell (defaults: `tfperf.timing.CheckOptions`)."""
 
     threshold: float
-    budget: float = 5.0
-    min_rounds: int = 10
-    max_rounds: int = 200
-    confidence: float = 0.95
+    budget: float = timing.CheckOptions.budget
+    min_rounds: int = timing.CheckOptions.min_rounds
+    max_rounds: int = timing.CheckOptions.max_rounds
+    confidence: float = timing.CheckOptions.confidence
 
 
 def check_settings(nb: dict, cell_id: str) -> dict[str, Check]:

@@ -30,9 +30,11 @@ import numpy as np
 
 from tfperf import env as tf_env, link, timing
 
+from ..isolation.cgroups import Freezer
+
 BATCH_SECONDS = 60.0  # one batch, request to last byte of the answer, as a total (a trickled answer counts whole)
 GRACE = 30.0  # seconds a check may run past its budget (warm-up with tracing, the last round): then it fails, alone
-MIN_SAMPLE = 0.02  # seconds the slower side's batch should take (the check's sample_time, if longer)
+MIN_SAMPLE = timing.SAMPLE_TIME  # seconds the slower side's batch should take (the check's sample_time, if longer)
 MIN_FAST = 0.002  # seconds the faster side's batch takes at least, so messaging (~50 us a batch) stays a few percent of it
 MAX_BATCH = 0.25  # seconds the slower side's batch may take, whatever the faster side needs
 CHECKED_CALLS = 4  # calls the reference spot-checks, untimed, in a batch the learner's kernel served both sides of
@@ -200,10 +202,11 @@ def batch_calls(fast: float, slow: float, sample_time: float = MIN_SAMPLE) -> in
 
 class Rounds:
     """Paired, interleaved batches of both sides on seeds this process draws, timed by its clock, the learner's sandbox
-    frozen (``group``) while the baseline runs."""
+    frozen (``freezer``) while the baseline runs."""
 
-    def __init__(self, reference: Side, candidate: Side, options: timing.CheckOptions, group, grace: float = GRACE):
-        self.reference, self.candidate, self.options, self.group = reference, candidate, options, group
+    def __init__(self, reference: Side, candidate: Side, options: timing.CheckOptions, freezer: Freezer | None,
+                 grace: float = GRACE):
+        self.reference, self.candidate, self.options, self.freezer = reference, candidate, options, freezer
         self.bound = options.budget + grace  # the check's hard bound, from its first request
         self.deadline = time.monotonic() + self.bound
 
@@ -218,9 +221,9 @@ class Rounds:
                freeze: bool = False) -> tuple[float, list, float | None]:
         """(seconds, digests, share of those seconds the side waited for a CPU) of one batch: a chained batch from
         ``seed``, or one that follows another side's digests. ``freeze``: the learner's sandbox is frozen meanwhile."""
-        freeze = freeze and self.group is not None
+        freeze = freeze and self.freezer is not None
         if freeze:
-            self.group.freeze()
+            self.freezer.freeze()
         try:
             before = side.waited()
             if follow is None:
@@ -238,7 +241,7 @@ class Rounds:
             raise Failed(f"{what} {failure}") from None
         finally:
             if freeze:
-                self.group.thaw()
+                self.freezer.thaw()
 
     def pair(self, seed: int, calls: int) -> tuple[float, float, tuple[float | None, float | None]]:
         """One batch of each side: the candidate's first, each call's inputs chained on its previous output; then the
@@ -317,15 +320,16 @@ def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
 
 
-def measure(reference: Side, candidate: Side, options: timing.CheckOptions, group, cpus: tuple[int, ...] | None = None) -> timing.Comparison:
-    """Run the paired rounds in a process of its own (`main`) on the two connections, ``group`` the learner's sandbox
-    to freeze while the baseline runs (or None); build the `Comparison` from what that process measured. Raises
-    `Failed` when a side misbehaved or the timer could not measure. The hard bound's `GRACE` is this process's, read
-    when the check starts, and travels with the job."""
+def measure(reference: Side, candidate: Side, options: timing.CheckOptions, freezer: Freezer | None,
+            cpus: tuple[int, ...] | None = None) -> timing.Comparison:
+    """Run the paired rounds in a process of its own (`main`) on the two connections, ``freezer`` the learner's sandbox's
+    (a `tfperf_lab.isolation.cgroups.Freezer`, pickled to that process) to freeze it while the baseline runs (or None);
+    build the `Comparison` from what that process measured. Raises `Failed` when a side misbehaved or the timer could
+    not measure. The hard bound's `GRACE` is this process's, read when the check starts, and travels with the job."""
     before = tf_env.cpu_times()
     fds = (reference.connection.fileno(), candidate.connection.fileno())
     grace = GRACE  # read now: a test may shorten it for the checks it grades
-    job = pickle.dumps({"fds": fds, "options": options, "group": group, "cpus": cpus, "grace": grace})
+    job = pickle.dumps({"fds": fds, "options": options, "freezer": freezer, "cpus": cpus, "grace": grace})
     try:
         done = subprocess.run([sys.executable, "-I", "-m", "tfperf_lab.speed.timer"], input=job, capture_output=True,
                               pass_fds=fds, timeout=options.budget + grace + 10, env=_environment())
@@ -338,13 +342,13 @@ def measure(reference: Side, candidate: Side, options: timing.CheckOptions, grou
                      f"{done.stderr.decode('utf-8', 'replace')[-300:]}") from None
     if "failed" in result:
         raise Failed(result["failed"])
-    metadata = {"grader": True, "frozen": group.freezer if group is not None else "none", "timer": "own process",
+    metadata = {"grader": True, "frozen": "cgroup" if freezer is not None else "none", "timer": "own process",
                 "disturbed_rounds": result.get("discarded", 0)}
     samples, warm = result["samples"], result["warm"]
     results = tuple(timing.TimingResult(options.labels[side], tuple(samples[side]), result["calls"], tuple(warm[side]), metadata)
                     for side in (0, 1))
     return timing.Comparison(results[0], results[1], tuple(x / y for x, y in zip(*samples)), tuple(result["ci"]), options.confidence,
-                             options.threshold, 0.05, result["elapsed"], tf_env.fingerprint(before),
+                             options.threshold, timing.TOLERANCE, result["elapsed"], tf_env.fingerprint(before),
                              dropped=tuple((int(i), float(b), float(c)) for i, b, c in result.get("dropped", [])))
 
 
@@ -356,7 +360,7 @@ def main() -> None:
         os.sched_setaffinity(0, set(job["cpus"]))
     sides = [Side(socket.socket(fileno=fd), {"hello": "timer"}) for fd in job["fds"]]
     try:
-        result = Rounds(sides[0], sides[1], job["options"], job["group"], job["grace"]).run()
+        result = Rounds(sides[0], sides[1], job["options"], job["freezer"], job["grace"]).run()
     except Failed as failure:
         result = {"failed": str(failure)}
     except Exception as error:  # noqa: BLE001  (whatever a side sent, the judge gets an answer it can read)

@@ -38,9 +38,10 @@ import time
 import traceback
 
 from ..course import scratch
+from ..course.config import GRADER_VARIABLE, ROLE_VARIABLE
 
 PREIMPORTED = ("numpy", "tensorflow", "IPython.core.interactiveshell")
-PER_JUDGE = ("HOME", "TMPDIR", "MPLCONFIGDIR", "TFPERF_GRADER", "TFPERF_GRADER_ROLE")
+PER_JUDGE = ("HOME", "TMPDIR", "MPLCONFIGDIR", GRADER_VARIABLE, ROLE_VARIABLE)
 READY_SECONDS = 120.0  # the zygote's own imports, on a busy machine
 FOLDER_PREFIX = "tfperf-zygote-"
 
