@@ -9,7 +9,6 @@ notebook; nbgrader's own `capture_log` keeps its log lines for the result.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import time
@@ -60,7 +59,7 @@ def _last_line(text: str | None) -> str:
 
 
 def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
-              cell_timeout: int | None = None, backend: str = "auto") -> Execution:
+              cell_timeout: int | None = None, backend: str = "auto", executor=None) -> Execution:
     """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed; never raises for the notebook."""
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
@@ -71,6 +70,8 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
         overrides["SandboxedExecute.notebook_timeout"] = float(timeout)
     if cell_timeout:
         overrides["SandboxedExecute.timeout"] = int(cell_timeout)
+    if executor is not None:  # where the sandbox runs (a cluster); the preprocessor's own default runs it here
+        overrides["SandboxedExecute.executor"] = executor
     config = settings.config(course, work, **overrides)
     coursedir = CourseDirectory(config=config)
     coursedir.assignment_id, coursedir.student_id = lesson_id, student
@@ -84,14 +85,14 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     converter.force = True
     captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
     lines = captured.get("log", "")
-    run = json.loads(files.run.read_text()) if files.run.exists() else {}
-    problem = run.get("problem")
+    run = execute.RunReport.read(files) or execute.RunReport(backend=backend)
+    problem = run.problem
     if not captured["success"] and problem is None:
         problem = first_error(lines) or f"nbgrader failed: {_last_line(captured.get('error'))}"
-    return Execution(time.monotonic() - began, captured["success"] and problem is None, problem, run.get("backend", backend),
-                     files.records.read_text(encoding="utf-8") if files.records.exists() else "",
-                     lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
-                     run.get("seconds", 0.0), run.get("inside") or {},
-                     files.verdicts.read_text(encoding="utf-8") if run.get("judged") and files.verdicts.exists() else "",
-                     bool(run.get("judged")), list(run.get("judge_notes") or []), int(run.get("attempts") or 1),
-                     list(run.get("warnings") or []), list(run.get("machine") or []))
+    return Execution(
+        seconds=time.monotonic() - began, finished=captured["success"] and problem is None, problem=problem, backend=run.backend or backend,
+        records=files.records.read_text(encoding="utf-8") if files.records.exists() else "",
+        log=lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
+        sandbox=run.seconds, inside=run.inside or {},
+        verdicts=files.verdicts.read_text(encoding="utf-8") if run.judged and files.verdicts.exists() else "",
+        judged=run.judged, judge_notes=list(run.judge_notes), attempts=run.attempts, warnings=list(run.warnings), machine=list(run.machine))

@@ -91,14 +91,14 @@ def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> 
 
 def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, timeout: float | None = None,
                  cell_timeout: int | None = None, backend: str = "auto",
-                 with_feedback: bool = True) -> SubmissionResult:
+                 with_feedback: bool = True, executor=None) -> SubmissionResult:
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
     began = time.monotonic()
     staged.write(work)
     decisions.clear_paid(course, work, staged.student, staged.lesson.id)  # a review decision pays again only for the same file
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
     run = autograde.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
-                            backend=backend)
+                            backend=backend, executor=executor)
     executed = time.monotonic()
     log = work.log(staged.student, staged.lesson.id)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -213,10 +213,9 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         workers = remote.slots
     with contextlib.ExitStack() as stack:
         if remote is not None:
-            stack.enter_context(job.executor(remote))
             stack.callback(remote.close)
         results += grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
-                                 with_feedback=with_feedback, progress=progress)
+                                 with_feedback=with_feedback, progress=progress, executor=remote)
     results.sort(key=lambda r: (r.student, r.lesson))
     grades = write_csv(results, csv_path or work.grades_csv)
     try:  # every row of the class, resumed ones too; workers only when some ran now
@@ -229,7 +228,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
 
 def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout: float | None = None,
                  cell_timeout: int | None = None, backend: str = "auto", with_feedback: bool = True,
-                 progress: bool = False) -> list[SubmissionResult]:
+                 progress: bool = False, executor=None) -> list[SubmissionResult]:
     """Grade the staged submissions, ``workers`` at a time. Each job claims cores of its own where it runs, if that
     machine has room (`tfperf_lab.isolation.cores`, in `tfperf_lab.grading.job.run_job`): here, or on a cluster worker.
 
@@ -242,7 +241,7 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
         def one(staged: stage.Staged) -> SubmissionResult:
             try:
                 return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
-                                    with_feedback=with_feedback)
+                                    with_feedback=with_feedback, executor=executor)
             except Exception as error:  # noqa: BLE001
                 return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
                                         error=f"grading failed: {type(error).__name__}: {error}")

@@ -83,7 +83,11 @@ class ClusterUnavailable(RuntimeError):
 
 
 class DaskExecutor:
-    """Jobs sent to a Dask cluster; `tfperf_lab.grading.job.executor` puts it in place for a grading run."""
+    """Jobs sent to a Dask cluster: a grading run hands it to every job (`tfperf_lab.grading.job.run`, through
+    `SandboxedExecute.executor`)."""
+
+    def __deepcopy__(self, memo) -> "DaskExecutor":  # a handle on the cluster, not a value: traitlets copies config values
+        return self
 
     def __init__(self, address: str, *, timeout: float = 30.0):
         try:

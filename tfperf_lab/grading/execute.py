@@ -17,7 +17,7 @@ import time
 
 from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
+from traitlets import Any, Unicode
 
 from ..course import Course, CourseNotFound, skipping
 from ..course import config
@@ -55,12 +55,47 @@ class RunFiles:
         return self.folder / f"{self.lesson_id}.log"
 
 
+@dataclasses.dataclass
+class RunReport:
+    """The one hand-off from a sandbox run to the host: what `SandboxedExecute` learned, written once (``run.json``
+    beside the run's other files, `RunFiles`) and read once, by `tfperf_lab.grading.autograde`. ``machine``: the
+    grading machine's faults (the row is the machine's, graded again); ``judged``: the grader timed the speed checks,
+    so its verdicts (``verdicts.jsonl``), not the notebook's records, decide speed points."""
+
+    problem: str | None = None
+    seconds: float = 0.0
+    inside: dict = dataclasses.field(default_factory=dict)  # the runner's own timings (untrusted: for benchmarks only)
+    timed_out: bool = False
+    backend: str = ""
+    limit: float = 0.0
+    finished: float = 0.0  # when (epoch seconds)
+    judged: bool = False
+    judge_notes: list = dataclasses.field(default_factory=list)
+    warnings: list = dataclasses.field(default_factory=list)  # limits that do not hold on the machine that ran it
+    where: str = "here"
+    attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
+    machine: list = dataclasses.field(default_factory=list)
+
+    def write(self, files: "RunFiles") -> None:
+        files.run.write_text(json.dumps(dataclasses.asdict(self)), encoding="utf-8")
+
+    @classmethod
+    def read(cls, files: "RunFiles") -> "RunReport | None":
+        """The report of the last run, or None when the preprocessor never wrote one (nbgrader failed before it ran)."""
+        if not files.run.exists():
+            return None
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in json.loads(files.run.read_text(encoding="utf-8")).items() if key in known})
+
+
 class SandboxedExecute(NbGraderPreprocessor):
     """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
 
     # timeout, startup_timeout, notebook_timeout, backend, memory_mb, processes, skip_demonstrations: generated from the
     # course's one configuration (tfperf_lab.course.config: each field whose "trait" names this class)
     locals().update(config.traits("SandboxedExecute"))
+    executor = Any(None, allow_none=True, help="Where the sandbox runs (`tfperf_lab.grading.cluster.DaskExecutor`); "
+                   "None: in this process").tag(config=True)
     course_root = Unicode("", help="The course folder (default: found from the working directory)").tag(config=True)
     records_directory = Unicode("", help="Where the host writes what came back: <student>/<lesson>.jsonl and .run.json").tag(config=True)
 
@@ -83,18 +118,17 @@ class SandboxedExecute(NbGraderPreprocessor):
         job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=sent, limits=limits,
                   backend=self.backend, scratch=str(scratch))
         try:
-            done = run(job)
+            done = run(job, self.executor)
         except (JudgeUnavailable, SandboxUnavailable, CourseNotFound, ClusterUnavailable) as error:  # nothing ran: the machine's fault
             problem = f"{type(error).__name__}: {error}"
-            files.run.write_text(json.dumps({"problem": problem, "machine": [problem], "finished": time.time()}), encoding="utf-8")
+            RunReport(problem=problem, machine=[problem], finished=time.time()).write(files)
             raise
         outcome = done.outcome
         files.records.write_text(outcome.records, encoding="utf-8")
         files.verdicts.write_text(done.verdicts, encoding="utf-8")
-        files.run.write_text(json.dumps({
-            "seconds": outcome.seconds, "inside": outcome.inside, "timed_out": outcome.timed_out, "problem": outcome.problem, "backend": outcome.backend,
-            "limit": limit, "finished": time.time(), "judged": done.judged, "judge_notes": done.judge_notes,
-            "warnings": outcome.warnings, "where": done.where, "attempts": done.attempts, "machine": done.machine}), encoding="utf-8")
+        RunReport(problem=outcome.problem, seconds=outcome.seconds, inside=outcome.inside, timed_out=outcome.timed_out,
+                  backend=outcome.backend, limit=limit, finished=time.time(), judged=done.judged, judge_notes=done.judge_notes,
+                  warnings=outcome.warnings, where=done.where, attempts=done.attempts, machine=done.machine).write(files)
         files.log.write_text(outcome.log + (f"\n[judge reference]\n{done.reference_log}" if done.judged else ""), encoding="utf-8")
         if outcome.notebook is None:
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")

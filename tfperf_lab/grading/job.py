@@ -73,11 +73,6 @@ def run_job(job: Job) -> JobDone:
                    judge.reference_log if judge else "", machine=list(judge.machine_faults) if judge else [])
 
 
-def run(job: Job) -> JobDone:
-    """Run ``job`` with the executor in place (`executor`): in this process, or on a cluster."""
-    return _EXECUTOR.run(job)
-
-
 class LocalExecutor:
     """Jobs run in this process's threads (one per grading worker)."""
 
@@ -85,18 +80,12 @@ class LocalExecutor:
         return run_job(job)
 
 
-_EXECUTOR = LocalExecutor()
+LOCAL = LocalExecutor()
 
 
-@contextlib.contextmanager
-def executor(chosen) -> "contextlib.AbstractContextManager":
-    """Run this block's jobs with ``chosen`` (e.g. `tfperf_lab.grading.cluster.DaskExecutor`) instead of in this process."""
-    global _EXECUTOR
-    before, _EXECUTOR = _EXECUTOR, chosen
-    try:
-        yield chosen
-    finally:
-        _EXECUTOR = before
+def run(job: Job, executor=None) -> JobDone:
+    """Run ``job`` with ``executor`` (e.g. `tfperf_lab.grading.cluster.DaskExecutor`; None: in this process)."""
+    return (executor or LOCAL).run(job)
 
 
 def _judge_for(course: Course, lesson_id: str, nb, data: pathlib.Path | None, cpus: tuple[int, ...] | None = None):

@@ -24,7 +24,6 @@ from ..course import notebook
 from . import decisions, review
 from ..course import Course, Lesson, WorkFolder
 from .autograde import Execution
-from ..speed import TECHNIQUE
 from .results import CellResult, SubmissionResult
 from .stage import Staged
 
@@ -99,10 +98,14 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     """
     lesson, student = staged.lesson, staged.student
     records, unreadable = measurements(execution)
-    if execution.judged:
+    if execution.judged:  # provenance by source: the grader's verdicts file, never a label a record carries
         graded = {name for names in lesson.speed_checks().values() for name in names}
-        records = parse_records(execution.verdicts, source="the grader's verdicts") + [r for r in records if r.name not in graded]
+        verdicts = parse_records(execution.verdicts, source="the grader's verdicts")
+        records = verdicts + [r for r in records if r.name not in graded]
+        deciding = {record.name: record for record in verdicts}
         unreadable = None  # the notebook's records no longer decide anything
+    else:  # a learner's own check without the instructor's source: the course's timing harness in the kernel decided
+        deciding = {record.name: record for record in records}
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
                               sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review],
                               attempts=execution.attempts, machine=list(execution.machine))
@@ -138,7 +141,7 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
             if status == "passed" and score_value < cell["points"]:
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
-        _withhold_speed_points(gradebook, lesson, result, unreadable=bool(unreadable), judged=execution.judged)
+        _withhold_speed_points(gradebook, lesson, result, deciding, unreadable=bool(unreadable), judged=execution.judged)
         _withhold_speed_of_wrong_outputs(gradebook, lesson, result)
         _withhold_for_review(gradebook, lesson, result, staged.review, staged.notebook)
         decisions.apply(gradebook, work, lesson, result, staged.sha256)
@@ -157,11 +160,13 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     return result
 
 
-def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, *, unreadable: bool, judged: bool) -> None:
-    """Zero speed test cells that passed without a genuine measurement: no passing record from the grader (or, where
-    the grader could not judge, from the harness), or records that could not be read."""
+def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, measured: dict[str, Record], *,
+                           unreadable: bool, judged: bool) -> None:
+    """Zero speed test cells that passed without a genuine measurement: no passing record among ``measured`` (the
+    grader's verdicts when it judged, read from its own file; else the harness's records), or records that could not be
+    read. When the grader judged, `tfperf_lab.grading.execute.enforce_verdicts` already made such a cell fail in the
+    executed notebook (for every way of autograding): this is the same rule, kept for the ungraded self-check."""
     checks = lesson.speed_checks()
-    measured = {item.name: item for item in result.measurements if not judged or item.technique == TECHNIQUE}
     for cell in result.cells:
         if cell.id not in checks or not cell.score:
             continue
