@@ -3,11 +3,13 @@
 A benchmark, not a test. A class of COPIES reference solutions of every lesson with speed checks (plus the rest) is
 graded three ways, one after the other on the same machine: ``--workers 1``, ``--workers 2`` and ``--cluster`` with two
 local worker processes (a scheduler and two ``dask worker`` processes on loopback). For each it records the wall time,
-notebooks a minute, the false failures (a reference that lost a point) and every submission's per-stage seconds
-(`SubmissionResult.stages`). From the per-stage costs it models a class of 300 students x 10 lessons on one machine of
-16 cores and on four such machines: each grading job takes two cores while its notebook runs (the sandbox's kernel
-and the reference process, which measures alternately with it), and the host's own stages (staging, nbgrader around the
-sandbox, scoring, feedback) run in the host's threads. It writes ``docs/benchmarks/throughput.json``.
+notebooks a minute, the false failures (a reference that lost a point), the machine's busy CPU seconds, the seconds the
+speed checks spent measuring, the host's own stages and every stage's mean (`SubmissionResult.stages`).
+
+The model (`predict`) takes the one-at-a-time run and predicts the others; the two-worker and cluster runs check it
+(``model_checked``: predicted against measured), and the same model, scaled, gives a class of 300 students x 10 lessons
+on one machine of 16 cores and on four. It writes ``docs/benchmarks/throughput.json``; docs/benchmarks.md's throughput
+block is generated from it (``tfperf-lab`` keeps it in sync: a test).
 
     .venv/bin/python benchmarks/throughput.py --copies 2
 """
@@ -29,6 +31,7 @@ import time
 
 from tfperf_lab.grading import batch
 from tfperf_lab.course import Course, WorkFolder
+from tfperf_lab.publish import readme
 
 BIN = pathlib.Path(sys.executable).parent
 CORES_PER_JOB = 2
@@ -78,45 +81,69 @@ class LocalCluster:
             process.wait()
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat: every state but idle and iowait)."""
+    fields = [int(v) for v in pathlib.Path("/proc/stat").read_text().splitlines()[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def grade_once(course: Course, copies: int, **options) -> dict:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tfperf-throughput-"))
     try:
         count = _class(course, copies, scratch / "class")
-        began = time.monotonic()
+        began, cpu = time.monotonic(), busy_seconds()
         results = batch.grade(course, scratch / "class", work=WorkFolder(scratch / "work"), with_feedback=True, progress=False, **options)
-        seconds = time.monotonic() - began
+        seconds, cpu = time.monotonic() - began, busy_seconds() - cpu
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    false_failures = sum(1 for r in results if r.error or r.score < r.max_score)
+    failed = [r for r in results if r.error or r.score < r.max_score]
+    false_failures = len(failed)
     stages: dict[str, list[float]] = {}
     for result in results:
         for name, value in result.stages.items():
             stages.setdefault(name, []).append(value)
     return {"notebooks": count, "seconds": seconds, "per_minute": 60 * count / seconds, "false_failures": false_failures,
-            "stage_medians": {name: statistics.median(values) for name, values in stages.items()},
-            "notebook_seconds_median": statistics.median(r.seconds for r in results)}
+            "busy_cpu_seconds": cpu, "measuring_seconds": sum(m.elapsed for r in results for m in r.measurements),
+            "host_seconds": sum(sum(values) for name, values in stages.items() if name in HOST_STAGES),
+            "stage_means": {name: statistics.fmean(values) for name, values in stages.items()},
+            "notebook_seconds_mean": statistics.fmean(r.seconds for r in results),
+            "failed": {f"{r.student}/{r.lesson}": [line for line in r.lines() if "failed" in line or "error" in line.lower()][:5]
+                       for r in failed}}  # a false failure, diagnosable from the record
 
 
-def model(stages: dict[str, float], notebooks: int = 3000, machines: int = 1, cores: int = 16) -> dict:
-    """Hours for ``notebooks`` on ``machines`` of ``cores``: jobs run cores/2 at a time per machine while their notebook
-    runs (sandbox and reference on two cores); the host's own stages run in its threads, in parallel, on its cores."""
-    sandbox = stages["sandbox set-up and runner imports"] + stages["kernel start and cells"]
-    host = sum(stages.get(name, 0.0) for name in HOST_STAGES)
-    slots = machines * max(1, cores // CORES_PER_JOB)
-    running = notebooks * sandbox / slots
-    host_bound = notebooks * host / cores  # host stages on the host's 16 cores (a cluster's host is one machine)
-    hours = max(running, host_bound) / 3600
-    return {"machines": machines, "cores": cores, "slots": slots, "hours": round(hours, 2),
-            "bound": "the workers' cores (notebooks running)" if running >= host_bound else "the host (nbgrader, scoring, feedback)",
-            "sandbox_seconds": round(sandbox, 2), "host_seconds": round(host, 2)}
+def predict(alone: dict, *, workers: int, cores: int, machines: int = 1, notebooks: int | None = None) -> dict:
+    """Seconds a class takes, from one run graded a notebook at a time (``alone``: its wall seconds, the machine's busy
+    CPU seconds, the seconds the speed checks spent measuring and the host's own stages), scaled to ``notebooks``.
+
+    Where jobs get cores of their own (4 cores or more a machine: `tfperf_lab.isolation.cores`), each runs as it ran
+    alone on two cores, ``cores // 2`` at once a machine. Where they share the cores (fewer than 4), the measurements
+    run one at a time with everyone else paused, and the rest is bound by the workers or by the CPU, whichever is
+    slower. Either way the host's stages (nbgrader around the sandbox, scoring, feedback) run in one process, one at a
+    time under Python's lock: a class can never take less than their sum.
+    """
+    scale = (notebooks or alone["notebooks"]) / alone["notebooks"]
+    wall, cpu, measuring, host = (alone[key] * scale for key in ("seconds", "busy_cpu_seconds", "measuring_seconds", "host_seconds"))
+    slots = machines * (cores // CORES_PER_JOB) if cores >= 2 * CORES_PER_JOB else 0
+    if slots:
+        running, how = wall / slots, f"{slots} jobs at once on cores of their own"
+    else:
+        rest = max((wall - measuring) / workers, (cpu - measuring) / (cores * machines))
+        running, how = measuring + rest, f"{workers} workers sharing {cores} cores, measurements one at a time"
+    seconds = max(running, host)
+    return {"machines": machines, "cores": cores, "workers": workers, "seconds": round(seconds, 1), "hours": round(seconds / 3600, 2),
+            "bound": "the host process (nbgrader, scoring, feedback)" if host > running else how}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=2, help="copies of every lesson's reference solution (default 2)")
     parser.add_argument("--out", default=None, help="where to write the figures (default: docs/benchmarks/throughput.json)")
+    parser.add_argument("--docs", action="store_true", help="measure nothing: regenerate docs/benchmarks.md's block from the JSON")
     args = parser.parse_args(argv)
     course = Course.find(None)
+    if args.docs:
+        print(readme.update(course, "throughput"))
+        return 0
     runs = {}
     for name, options in (("workers 1", {"workers": 1}), ("workers 2", {"workers": 2})):
         runs[name] = grade_once(course, args.copies, **options)
@@ -129,13 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         cluster.close()
         shutil.rmtree(folder, ignore_errors=True)
-    stages = runs["workers 1"]["stage_medians"]
-    figures = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "copies": args.copies, "runs": runs,
-               "model_300x10": [model(stages, machines=1), model(stages, machines=4)]}
+    alone, cores = runs["workers 1"], os.cpu_count() or 1
+    checked = {}
+    for name in ("workers 2", "cluster, 2 local workers"):
+        predicted = predict(alone, workers=2, cores=cores)["seconds"]
+        checked[name] = {"measured": round(runs[name]["seconds"], 1), "predicted": predicted,
+                         "error": round(predicted / runs[name]["seconds"] - 1, 3)}
+    figures = {"date": datetime.date.today().isoformat(), "cpu_count": cores, "copies": args.copies, "runs": runs,
+               "model_checked": checked,
+               "model_class": [predict(alone, workers=8, cores=16, notebooks=3000),
+                                predict(alone, workers=32, cores=16, machines=4, notebooks=3000)]}
     out = pathlib.Path(args.out) if args.out else course.root / "docs" / "benchmarks" / "throughput.json"
     out.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(figures["model_300x10"], indent=1))
-    print(f"written: {out}")
+    print(json.dumps({"model_checked": checked, "model_300x10": figures["model_class"]}, indent=1))
+    print(f"written: {out}" + ("; regenerate the docs with --docs" if args.out is None else ""))
     return 0
 
 

@@ -93,3 +93,35 @@ def test_the_graders_own_timing_costs_at_most_20_percent_more_grading_time_than_
     before = {row["lesson"]: row for row in then["rows"]}
     grown = {row["lesson"]: row["ratio"]["check"] / before[row["lesson"]]["ratio"]["check"] for row in now["rows"]}
     assert grown and all(value <= 1.20 for value in grown.values()), grown
+
+
+def _throughput_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("throughput_benchmark", COURSE.root / "benchmarks" / "throughput.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_throughput_model_shares_measuring_and_the_rest_and_never_beats_the_host():
+    """`benchmarks/throughput.py`'s model on made-up figures: 10 notebooks that took 150 s one at a time, 240 CPU seconds,
+    20 s of them measuring (everyone else paused), 8 s of host stages."""
+    predict = _throughput_benchmark().predict
+    alone = {"notebooks": 10, "seconds": 150.0, "busy_cpu_seconds": 240.0, "measuring_seconds": 20.0, "host_seconds": 8.0}
+    assert predict(alone, workers=2, cores=2)["seconds"] == 20 + max(130 / 2, 220 / 2)  # bound by the CPU
+    assert predict(alone | {"busy_cpu_seconds": 150.0}, workers=2, cores=3)["seconds"] == 20 + 130 / 2  # by the workers
+    assert predict(alone, workers=2, cores=3)["seconds"] == round(20 + max(130 / 2, 220 / 3), 1)  # bound by the CPU still
+    pinned = predict(alone, workers=8, cores=16, notebooks=3000)
+    assert pinned["seconds"] == 150 * 300 / 8 and "8 jobs at once" in pinned["bound"]
+    four = predict(alone, workers=32, cores=16, machines=4, notebooks=3000)
+    assert four["seconds"] == max(150 * 300 / 32, 8 * 300) and "host" in four["bound"]
+
+
+def test_docs_throughput_is_the_committed_benchmark_and_its_model_predicted_the_measured_runs_within_15_percent():
+    assert readme.current(COURSE, "throughput") == readme.generate(COURSE, "throughput"), \
+        "docs/benchmarks.md's throughput block is stale: run `python benchmarks/throughput.py --docs`"
+    summary = json.loads(readme.throughput_file(COURSE).read_text(encoding="utf-8"))
+    checked = summary["model_checked"]
+    assert set(checked) == {"workers 2", "cluster, 2 local workers"}
+    assert all(abs(row["error"]) <= 0.15 for row in checked.values()), checked
