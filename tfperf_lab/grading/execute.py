@@ -103,7 +103,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         student, lesson_id = info.get("student", "unknown"), info.get("assignment", "unknown")
         course = Course.find(self.course_root or None)
-        limit = dataclasses.replace(config.DEFAULTS, notebook_seconds=self.notebook_timeout).notebook_limit(_grading_minutes(course, lesson_id))
+        limit = self.notebook_timeout or config.DEFAULTS.notebook_limit(_grading_minutes(course, lesson_id))
         limits = Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
                         memory_mb=self.memory_mb, processes=self.processes)
         directory = pathlib.Path(self.records_directory or course.default_work.records)
