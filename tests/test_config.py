@@ -22,11 +22,52 @@ def test_the_sandbox_nbgrader_and_the_workers_take_their_defaults_from_the_confi
     assert (limits.cell_seconds, limits.startup_seconds, limits.memory_mb, limits.processes, limits.file_mb) == \
         (defaults.cell_seconds, defaults.startup_seconds, defaults.memory_mb, defaults.processes, defaults.file_mb)
     traits = execute.SandboxedExecute.class_traits()
-    assert traits["timeout"].default_value == defaults.cell_seconds
-    assert traits["startup_timeout"].default_value == defaults.startup_seconds
+    assert traits["cell_seconds"].default_value == defaults.cell_seconds
+    assert traits["startup_seconds"].default_value == defaults.startup_seconds
     assert traits["memory_mb"].default_value == defaults.memory_mb and traits["backend"].default_value == defaults.backend
     assert batch.DEFAULT_WORKERS == defaults.workers()
     assert [config.GradingConfig().workers(n) for n in (1, 2, 3, 4, 16)] == [1, 2, 2, 2, 8]
+
+
+def test_one_configuration_travels_from_the_command_line_to_the_runner_under_one_name_per_limit(tmp_path, monkeypatch):
+    """`--cell-seconds 17` becomes the config's cell_seconds, nbgrader's SandboxedExecute.cell_seconds, the preprocessor's
+    config again, the sandbox's Limits and the runner's --limits: the same number under the same name at every step."""
+    import nbformat
+    from traitlets.config import Config
+
+    from tfperf_lab import cli
+    from tfperf_lab.isolation import runner
+
+    args = cli.parser().parse_args(["grade", "some/folder", "--cell-seconds", "17", "--notebook-seconds", "900", "--no-sandbox"])
+    given = config.GradingConfig.from_options(args)
+    assert (given.cell_seconds, given.notebook_seconds, given.backend) == (17, 900.0, "none")
+    assert given.overrides() == {"SandboxedExecute.cell_seconds": 17, "SandboxedExecute.notebook_seconds": 900.0,
+                                 "SandboxedExecute.backend": "none"}, "only what the run changed goes to nbgrader"
+    nb_config = Config()
+    for key, value in given.overrides().items():
+        owner, name = key.split(".")
+        setattr(nb_config[owner], name, value)
+    preprocessor = execute.SandboxedExecute(config=nb_config)
+    assert config.GradingConfig.of_traits(preprocessor) == given
+    limits = contract.Limits.of(config.GradingConfig.of_traits(preprocessor), wall_seconds=given.notebook_limit(None), cpus=(0, 1))
+    assert (limits.cell_seconds, limits.wall_seconds, limits.cpus) == (17, 900.0, (0, 1))
+    assert contract.Limits.from_json(limits.to_json()) == limits
+    notebook = tmp_path / "in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), notebook)
+    seen = {}
+    monkeypatch.setattr(runner, "execute", lambda nb, **given: seen.update(given) or 0)
+    assert runner.main([str(notebook), str(tmp_path / "out.ipynb"), "--limits", limits.to_json()]) == 0
+    assert seen.get("limits") == limits, "the runner must hand nbclient the job's own Limits"
+
+
+def test_every_option_and_trait_is_named_after_its_field():
+    for field in config.dataclasses.fields(config.GradingConfig):
+        if field.metadata.get("option") is True:
+            assert config.option(field.name) == "--" + field.name.replace("_", "-")
+        if "trait" in field.metadata:
+            owner = {"SandboxedExecute": execute.SandboxedExecute}.get(field.metadata["trait"])
+            if owner is not None:
+                assert field.name in owner.class_traits(config=True), f"{field.name}: no trait of that name"
 
 
 def test_a_default_is_written_once():

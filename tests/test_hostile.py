@@ -18,6 +18,7 @@ from nbgrader.api import Gradebook
 
 from tfperf_lab.grading import batch as grader
 from tfperf_lab.course import WorkFolder
+from tfperf_lab.course.config import GradingConfig
 import hostile
 from hostile import CASES, LESSON_ID
 from pipeline import scores
@@ -54,7 +55,7 @@ def batch(course, tmp_path_factory):
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     work = tmp_path_factory.mktemp("work")
     began, cwd = time.monotonic(), os.getcwd()
-    results = grader.grade(course, folder, work=WorkFolder(work), cell_timeout=20, workers=2, progress=False)
+    results = grader.grade(course, folder, work=WorkFolder(work), config=GradingConfig(cell_seconds=20), workers=2, progress=False)
     elapsed = time.monotonic() - began
     assert os.getcwd() == cwd, f"grading left the working directory in {os.getcwd()} (nbgrader's converters chdir in threads)"
     return folder, work, {r.student: r for r in results}, before, elapsed

@@ -24,6 +24,7 @@ from nbgrader.api import Gradebook
 from tfperf_lab.grading import batch
 from tfperf_lab.isolation import backends
 from tfperf_lab.course import WorkFolder
+from tfperf_lab.course.config import GradingConfig
 from pipeline import COURSE, scores
 import tiny_course
 
@@ -199,7 +200,7 @@ def test_the_csv_says_the_sandbox_was_used_and_no_sandbox_is_stated(graded, tiny
     assert {r.sandbox for r in results.values() if not r.error} == {"bubblewrap"}
     (tmp_path / "one" / "victim").mkdir(parents=True)
     shutil.copy(folder / "victim" / f"{LESSON_ID}.ipynb", tmp_path / "one" / "victim")
-    (plain,) = batch.grade(tiny, tmp_path / "one", work=WorkFolder(tmp_path / "w"), backend="none", progress=False, with_feedback=False)
+    (plain,) = batch.grade(tiny, tmp_path / "one", work=WorkFolder(tmp_path / "w"), config=GradingConfig(backend="none"), progress=False, with_feedback=False)
     assert plain.status == "graded without a sandbox (--no-sandbox)"
     assert "graded without a sandbox" in (tmp_path / "w" / "grades.csv").read_text(encoding="utf-8")
 

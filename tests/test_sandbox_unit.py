@@ -118,5 +118,5 @@ def test_the_runner_waits_a_cells_limit_for_its_outputs_not_nbclients_four_secon
             return None
 
     monkeypatch.setattr(nbclient, "NotebookClient", Client)
-    assert runner.execute(nbformat.v4.new_notebook(), cell_timeout=300, startup_timeout=60, cwd=".") == 0
+    assert runner.execute(nbformat.v4.new_notebook(), limits=Limits(startup_seconds=60), cwd=".") == 0
     assert made["raise_on_iopub_timeout"] and made["iopub_timeout"] == made["timeout"] == 300, made

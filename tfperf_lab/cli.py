@@ -14,6 +14,8 @@ import sys
 import tempfile
 import time
 
+from .course.config import GradingConfig, add_options
+
 GRADER_PACKAGES = ("nbgrader", "nbclient", "nbconvert", "tqdm")
 MISSING = ("tfperf-lab is the instructor's and grader's tool; it needs {missing}, which this install lacks (a learner's "
            "`pip install --no-deps` brings only the tfperf library). Install the tool with: pip install \"tfperf[grader]\" "
@@ -74,8 +76,8 @@ def cmd_check(args) -> int:
         print(f"no such notebook: {notebook}", file=sys.stderr)
         return 2
     result = batch.check(_course(args), notebook.resolve(), lesson_id=args.lesson,
-                         feedback_to=pathlib.Path(args.feedback) if args.feedback else None, timeout=args.timeout,
-                         backend="none" if args.no_sandbox else "auto")
+                         feedback_to=pathlib.Path(args.feedback) if args.feedback else None,
+                         config=GradingConfig.from_options(args))
     print("\n".join(result.lines()))
     return 1 if result.error or result.machine else 0
 
@@ -100,15 +102,14 @@ def cmd_grade(args) -> int:
         print(said, file=sys.stderr)
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                              timeout=args.timeout, cell_timeout=args.cell_timeout, workers=args.workers or batch.DEFAULT_WORKERS,
-                              force=args.force, backend="none" if args.no_sandbox else "auto", cluster=args.cluster,
-                              cluster_timeout=args.cluster_timeout)
+                              config=GradingConfig.from_options(args), workers=args.workers or batch.DEFAULT_WORKERS,
+                              force=args.force, cluster=args.cluster, cluster_timeout=args.cluster_timeout)
     except ClusterUnavailable as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
     for result in results:
         print("\n".join(result.lines()))
-    if args.no_sandbox:
+    if GradingConfig.from_options(args).backend == "none":
         print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
           f"class page: {work.root / 'class' / 'index.html'}")
@@ -155,7 +156,7 @@ def cmd_regrade(args) -> int:
     try:
         lesson_id = course.lesson(args.lesson).id
         folder = appeal.regrade(course, work, args.student, lesson_id, runs=args.runs, check=args.check,
-                                backend="none" if args.no_sandbox else "auto")
+                                config=GradingConfig.from_options(args))
     except (appeal.AppealError, LookupError) as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
@@ -370,7 +371,6 @@ def cmd_settings(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .course.config import DEFAULTS
 
     top = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__.splitlines()[0])
     top.add_argument("--course", help="the course folder (default: the working directory or a parent holding autograder/ and "
@@ -386,17 +386,14 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("notebook", help="your notebook, e.g. lessons/01_callable_handles/01_callable_handles.ipynb")
     check.add_argument("--lesson", help="lesson id, if the notebook's name and metadata do not say")
     check.add_argument("--feedback", help="where to write the HTML feedback (default: beside the notebook)")
-    check.add_argument("--timeout", type=float, help="seconds the whole notebook may take (default: 3x its grading budget)")
-    check.add_argument("--no-sandbox", action="store_true", help="run the notebook without a sandbox (where bubblewrap cannot run)")
+    add_options(check, "notebook_seconds", "cell_seconds", "backend")
     check.set_defaults(func=cmd_check)
 
     grade = sub.add_parser("grade", help=cmd_grade.__doc__)
     grade.add_argument("folder", help="FOLDER/<student>/<lesson>.ipynb")
     grade.add_argument("--work", help="work folder for gradebook, autograded copies, feedback (default: the course's .work/)")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
-    grade.add_argument("--timeout", type=float, help=f"seconds one notebook may take (default: {DEFAULTS.notebook_factor:g}x its "
-                                                            f"grading budget, at least {DEFAULTS.notebook_floor:g} s)")
-    grade.add_argument("--cell-timeout", type=int, help=f"seconds one cell may take (default: {DEFAULTS.cell_seconds})")
+    add_options(grade, "notebook_seconds", "cell_seconds")
     grade.add_argument("--workers", type=int, default=None,
                        help="notebooks graded at once, each job on two cores of its own from 4 cores up (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
@@ -405,8 +402,7 @@ def parser() -> argparse.ArgumentParser:
                                                             "see docs/instructor-guide.md); this machine scores and writes")
     grade.add_argument("--cluster-timeout", type=float, default=30.0, metavar="SECONDS",
                        help="how long to wait for the cluster's scheduler to answer before grading nothing (default: 30)")
-    grade.add_argument("--no-sandbox", action="store_true",
-                       help="run student code without isolation, as you (only where no sandbox works; the CSV and report say so)")
+    add_options(grade, "backend")  # --no-sandbox: student code runs without isolation, as you (the CSV and report say so)
     grade.set_defaults(func=cmd_grade)
 
     review = sub.add_parser("review", help=cmd_review.__doc__)
@@ -435,7 +431,7 @@ def parser() -> argparse.ArgumentParser:
     regrade.add_argument("--runs", type=int, default=5, help="how many more times to grade it (default 5)")
     regrade.add_argument("--check", help="report only this speed check (the notebook runs whole every time)")
     regrade.add_argument("--work", help="the work folder the class was graded into (default: the course's .work/)")
-    regrade.add_argument("--no-sandbox", action="store_true", help="grade without a sandbox (where bubblewrap cannot run)")
+    add_options(regrade, "backend")
     regrade.set_defaults(func=cmd_regrade)
 
     run = sub.add_parser("run", help=cmd_run.__doc__)

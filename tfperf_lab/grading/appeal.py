@@ -23,6 +23,7 @@ import pathlib
 import tempfile
 
 from ..course import Course, WorkFolder
+from ..course.config import DEFAULTS, GradingConfig
 from . import batch
 from .results import SubmissionResult
 
@@ -54,7 +55,7 @@ def _verdicts(result: SubmissionResult, check: str | None) -> list[dict]:
 
 
 def regrade(course: Course, work: WorkFolder, student: str, lesson_id: str, *, runs: int, check: str | None = None,
-            backend: str = "auto", progress=print) -> pathlib.Path:
+            config: GradingConfig = DEFAULTS, progress=print) -> pathlib.Path:
     """Grade ``student``'s graded copy of ``lesson_id`` ``runs`` more times and write the appeal bundle; returns the
     folder. Raises `AppealError` when there is nothing to regrade."""
     if runs < 1:
@@ -75,7 +76,7 @@ def regrade(course: Course, work: WorkFolder, student: str, lesson_id: str, *, r
         for number in range(1, runs + 1):
             before = _machine()
             result = batch.check(course, submitted, lesson_id=lesson_id, feedback_to=pathlib.Path(scratch) / "feedback.html",
-                                 backend=backend)
+                                 config=config)
             bundle["regraded"].append({"run": number, "status": result.status, "verdicts": _verdicts(result, check),
                                        "machine_before": before, "machine_after": _machine()})
             if progress:

@@ -14,6 +14,7 @@ import re
 import time
 
 from ..course import Course, WorkFolder
+from ..course.config import DEFAULTS, GradingConfig
 from . import execute, settings
 
 
@@ -58,22 +59,19 @@ def _last_line(text: str | None) -> str:
     return lines[-1] if lines else "no message"
 
 
-def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, timeout: float | None = None,
-              cell_timeout: int | None = None, backend: str = "auto", executor=None) -> Execution:
-    """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed; never raises for the notebook."""
+def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *, config: GradingConfig = DEFAULTS,
+              executor=None) -> Execution:
+    """nbgrader's Autograde of ``work``'s staged copy, in this process, with the kernel sandboxed under ``config``'s
+    limits (handed to nbgrader as its traits); never raises for the notebook."""
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import capture_log
 
-    overrides = {"SandboxedExecute.backend": backend}
-    if timeout:
-        overrides["SandboxedExecute.notebook_timeout"] = float(timeout)
-    if cell_timeout:
-        overrides["SandboxedExecute.timeout"] = int(cell_timeout)
+    overrides = config.overrides()
     if executor is not None:  # where the sandbox runs (a cluster); the preprocessor's own default runs it here
         overrides["SandboxedExecute.executor"] = executor
-    config = settings.config(course, work, **overrides)
-    coursedir = CourseDirectory(config=config)
+    nbgrader_config = settings.config(course, work, **overrides)
+    coursedir = CourseDirectory(config=nbgrader_config)
     coursedir.assignment_id, coursedir.student_id = lesson_id, student
     log = logging.getLogger(f"tfperf_lab.grading.autograde.{student}.{lesson_id}")
     log.propagate = False
@@ -81,16 +79,16 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     files.run.unlink(missing_ok=True)
     files.verdicts.unlink(missing_ok=True)
     began = time.monotonic()
-    converter = Autograde(coursedir=coursedir, config=config, log=log)
+    converter = Autograde(coursedir=coursedir, config=nbgrader_config, log=log)
     converter.force = True
     captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
     lines = captured.get("log", "")
-    run = execute.RunReport.read(files) or execute.RunReport(backend=backend)
+    run = execute.RunReport.read(files) or execute.RunReport(backend=config.backend)
     problem = run.problem
     if not captured["success"] and problem is None:
         problem = first_error(lines) or f"nbgrader failed: {_last_line(captured.get('error'))}"
     return Execution(
-        seconds=time.monotonic() - began, finished=captured["success"] and problem is None, problem=problem, backend=run.backend or backend,
+        seconds=time.monotonic() - began, finished=captured["success"] and problem is None, problem=problem, backend=run.backend or config.backend,
         records=files.records.read_text(encoding="utf-8") if files.records.exists() else "",
         log=lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
         sandbox=run.seconds, inside=run.inside or {},

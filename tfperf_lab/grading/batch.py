@@ -24,7 +24,7 @@ from nbgrader.api import Gradebook
 
 from . import autograde, classpage, decisions, job, score, settings, stage
 from . import untrusted
-from ..course.config import DEFAULTS
+from ..course.config import DEFAULTS, GradingConfig
 from ..course import Course, WorkFolder
 from .results import SubmissionResult, write_csv
 
@@ -43,12 +43,12 @@ class NoSubmissions(FileNotFoundError):
 def _nbgrader_app(app_class, course: Course, work: WorkFolder, lesson_id: str, student: str | None = None, **overrides):
     from nbgrader.coursedir import CourseDirectory
 
-    config = settings.config(course, work, **overrides)
-    coursedir = CourseDirectory(config=config)
+    nbgrader_config = settings.config(course, work, **overrides)
+    coursedir = CourseDirectory(config=nbgrader_config)
     coursedir.assignment_id = lesson_id
     if student is not None:
         coursedir.student_id = student
-    app = app_class(coursedir=coursedir, config=config)
+    app = app_class(coursedir=coursedir, config=nbgrader_config)
     app.force = True
     return app
 
@@ -89,16 +89,14 @@ def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> 
     return path
 
 
-def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, timeout: float | None = None,
-                 cell_timeout: int | None = None, backend: str = "auto",
+def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, config: GradingConfig = DEFAULTS,
                  with_feedback: bool = True, executor=None) -> SubmissionResult:
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
     began = time.monotonic()
     staged.write(work)
     decisions.clear_paid(course, work, staged.student, staged.lesson.id)  # a review decision pays again only for the same file
     before = score.manual_scores(work, course, staged.lesson.id, staged.student)
-    run = autograde.autograde(course, work, staged.lesson.id, staged.student, timeout=timeout, cell_timeout=cell_timeout,
-                            backend=backend, executor=executor)
+    run = autograde.autograde(course, work, staged.lesson.id, staged.student, config=config, executor=executor)
     executed = time.monotonic()
     log = work.log(staged.student, staged.lesson.id)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -165,8 +163,8 @@ def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionR
 
 
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
-          timeout: float | None = None, cell_timeout: int | None = None, workers: int = DEFAULT_WORKERS, force: bool = False,
-          with_feedback: bool = True, progress: bool = True, backend: str = "auto", cluster: str | None = None,
+          config: GradingConfig = DEFAULTS, workers: int = DEFAULT_WORKERS, force: bool = False,
+          with_feedback: bool = True, progress: bool = True, cluster: str | None = None,
           cluster_timeout: float = 30.0) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
@@ -175,7 +173,8 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
     machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
     grades nothing. Raises `NoSubmissions` for an empty folder and
-    `tfperf_lab.isolation.backends.SandboxUnavailable` when no sandbox works here and ``backend`` is not ``"none"``.
+    `tfperf_lab.isolation.backends.SandboxUnavailable` when no sandbox works here and ``config.backend`` is not ``"none"``.
+    ``config`` (limits, sandbox) travels as one object to every job's runner.
     """
     from tfperf import env as tf_env
 
@@ -184,7 +183,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     before = tf_env.cpu_times()  # the class page records what the machine did while it graded
 
     if not cluster:
-        backends.backend(backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
+        backends.backend(config.backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
     work = work or course.default_work
     folder = pathlib.Path(folder)
     pairs = find_submissions(folder)
@@ -214,8 +213,8 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     with contextlib.ExitStack() as stack:
         if remote is not None:
             stack.callback(remote.close)
-        results += grade_queued(course, work, queued, workers=workers, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
-                                 with_feedback=with_feedback, progress=progress, executor=remote)
+        results += grade_queued(course, work, queued, workers=workers, config=config, with_feedback=with_feedback,
+                                progress=progress, executor=remote)
     results.sort(key=lambda r: (r.student, r.lesson))
     grades = write_csv(results, csv_path or work.grades_csv)
     try:  # every row of the class, resumed ones too; workers only when some ran now
@@ -226,9 +225,8 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     return results
 
 
-def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, timeout: float | None = None,
-                 cell_timeout: int | None = None, backend: str = "auto", with_feedback: bool = True,
-                 progress: bool = False, executor=None) -> list[SubmissionResult]:
+def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, config: GradingConfig = DEFAULTS,
+                 with_feedback: bool = True, progress: bool = False, executor=None) -> list[SubmissionResult]:
     """Grade the staged submissions, ``workers`` at a time. Each job claims cores of its own where it runs, if that
     machine has room (`tfperf_lab.isolation.cores`, in `tfperf_lab.grading.job.run_job`): here, or on a cluster worker.
 
@@ -240,8 +238,7 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
     with contextlib.chdir(os.getcwd()), concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         def one(staged: stage.Staged) -> SubmissionResult:
             try:
-                return grade_staged(course, work, staged, timeout=timeout, cell_timeout=cell_timeout, backend=backend,
-                                    with_feedback=with_feedback, executor=executor)
+                return grade_staged(course, work, staged, config=config, with_feedback=with_feedback, executor=executor)
             except Exception as error:  # noqa: BLE001
                 return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
                                         error=f"grading failed: {type(error).__name__}: {error}")
@@ -254,7 +251,7 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
 
 
 def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, feedback_to: pathlib.Path | None = None,
-          work: WorkFolder | None = None, timeout: float | None = None, backend: str = "auto") -> SubmissionResult:
+          work: WorkFolder | None = None, config: GradingConfig = DEFAULTS) -> SubmissionResult:
     """Grade a learner's own copy of a lesson as the instructor's grader would (visible tests only without ``solutions/``)."""
     owned = work is None
     work = work or WorkFolder(pathlib.Path(tempfile.mkdtemp(prefix="tfperf-check-")))
@@ -268,7 +265,7 @@ def check(course: Course, path: pathlib.Path, *, lesson_id: str | None = None, f
         prepare(course, work, [staged.lesson.id])
         register_students(course, work, {"self"})
         prepared = time.monotonic()
-        result = grade_staged(course, work, staged, timeout=timeout, backend=backend)
+        result = grade_staged(course, work, staged, config=config)
         result.stages = {"stage": staging - began, "gradebook (generate_assignment)": prepared - staging, **result.stages}
         if not course.has_hidden_tests:
             result.notes.insert(0, "graded with the visible tests only: this course folder has no solutions/ (the hidden tests stay "

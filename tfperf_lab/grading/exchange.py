@@ -49,6 +49,7 @@ from nbgrader.utils import notebook_hash
 from . import batch, settings, stage
 from . import untrusted
 from ..course import COURSE_ID, Course, WorkFolder
+from ..course.config import DEFAULTS, GradingConfig, add_options
 from .results import SubmissionResult
 
 STEP_TIMEOUT = 180.0  # seconds for one file-moving step (mostly nbgrader's ~2 s of imports, more on a busy machine)
@@ -206,7 +207,7 @@ class Instructor:
         return staged
 
     def autograde(self, lesson_id: str, collected: dict[str, list[str] | untrusted.UntrustedInput] | None = None, *,
-                  everyone: bool = False, timeout: float | None = None, workers: int = batch.DEFAULT_WORKERS) -> list[SubmissionResult]:
+                  everyone: bool = False, config: GradingConfig = DEFAULTS, workers: int = batch.DEFAULT_WORKERS) -> list[SubmissionResult]:
         """Autograde staged submissions, ``workers`` at a time (`batch`'s default: as ``tfperf-lab grade`` does), each
         in its sandbox with :func:`batch.grade_staged`.
 
@@ -228,8 +229,7 @@ class Instructor:
                 results.append(SubmissionResult(student, lesson_id, error=str(staged)))
             else:
                 queued.append(staged)
-        results += batch.grade_queued(self._course, self.work, queued, workers=workers, timeout=timeout,
-                                      with_feedback=False)
+        results += batch.grade_queued(self._course, self.work, queued, workers=workers, config=config, with_feedback=False)
         for staged in queued:
             (self.work.submitted(staged.student, lesson_id).parent / STAGED_MARKER).write_text("", encoding="utf-8")  # rewritten by grading
         return sorted(results, key=lambda result: result.student)
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", cours
     parser.add_argument("--work", help="instructor work folder: gradebook, submissions, feedback (default: the course's .work/, "
                         "where the formgrader looks)")
     parser.add_argument("--all", action="store_true", help="grade: grade every collected submission again")
-    parser.add_argument("--timeout", type=float, help="grade: seconds one notebook may take (default: 3x its grading budget)")
+    add_options(parser, "notebook_seconds", "cell_seconds")  # grade: the limits `tfperf-lab grade` takes, by the same names
     parser.add_argument("--workers", type=int, default=batch.DEFAULT_WORKERS,
                         help=f"grade: notebooks graded at once (default on this machine: {batch.DEFAULT_WORKERS}, as `tfperf-lab grade`)")
     args = parser.parse_args(argv)
@@ -368,7 +368,8 @@ def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", cours
                 state = f"NOT GRADABLE: {notes}" if isinstance(notes, Exception) else "; ".join(["collected", *notes])
                 print(f"{lesson_id} ({student}): {state}")
             if args.step == "grade":
-                results = instructor.autograde(lesson_id, collected, everyone=args.all, timeout=args.timeout, workers=args.workers)
+                results = instructor.autograde(lesson_id, collected, everyone=args.all, config=GradingConfig.from_options(args),
+                                                workers=args.workers)
                 for result in results:
                     print("\n".join(result.lines()))
                 table = batch.write_csv(results, instructor.work.root / f"grades-{lesson_id}.csv")

@@ -91,8 +91,8 @@ class RunReport:
 class SandboxedExecute(NbGraderPreprocessor):
     """Run the notebook in a sandbox (bubblewrap by default) instead of beside the gradebook."""
 
-    # timeout, startup_timeout, notebook_timeout, backend, memory_mb, processes, skip_demonstrations: generated from the
-    # course's one configuration (tfperf_lab.course.config: each field whose "trait" names this class)
+    # cell_seconds, startup_seconds, notebook_seconds, memory_mb, processes, file_mb, the sandbox's output caps, backend,
+    # skip_demonstrations: generated from the course's one configuration (each GradingConfig field whose "trait" names this class)
     locals().update(config.traits("SandboxedExecute"))
     executor = Any(None, allow_none=True, help="Where the sandbox runs (`tfperf_lab.grading.cluster.DaskExecutor`); "
                    "None: in this process").tag(config=True)
@@ -103,9 +103,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         student, lesson_id = info.get("student", "unknown"), info.get("assignment", "unknown")
         course = Course.find(self.course_root or None)
-        limit = self.notebook_timeout or config.DEFAULTS.notebook_limit(_grading_minutes(course, lesson_id))
-        limits = Limits(wall_seconds=limit, cell_seconds=self.timeout, startup_seconds=self.startup_timeout,
-                        memory_mb=self.memory_mb, processes=self.processes)
+        given = config.GradingConfig.of_traits(self)
+        limit = given.notebook_limit(_grading_minutes(course, lesson_id))
+        limits = Limits.of(given, wall_seconds=limit)
         directory = pathlib.Path(self.records_directory or course.default_work.records)
         files = RunFiles.of(directory, student, lesson_id)
         files.folder.mkdir(parents=True, exist_ok=True)
@@ -114,9 +114,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         from .cluster import ClusterUnavailable
 
         sent = json.loads(json.dumps(nb))
-        skipped = _leave_out_demonstrations(course, lesson_id, sent) if self.skip_demonstrations else {}
+        skipped = _leave_out_demonstrations(course, lesson_id, sent) if given.skip_demonstrations else {}
         job = Job(course_root=str(course.root), lesson_id=lesson_id, student=student, notebook=sent, limits=limits,
-                  backend=self.backend, scratch=str(scratch))
+                  backend=given.backend, scratch=str(scratch))
         try:
             done = run(job, self.executor)
         except (JudgeUnavailable, SandboxUnavailable, CourseNotFound, ClusterUnavailable) as error:  # nothing ran: the machine's fault

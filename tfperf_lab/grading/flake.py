@@ -20,6 +20,7 @@ import threading
 import time
 
 from ..course import Course, Lesson, WorkFolder, notebook, variants
+from ..course.config import DEFAULTS, GradingConfig
 from ..speed import TECHNIQUE
 from . import batch, stage
 
@@ -78,7 +79,7 @@ def _submissions(lesson: Lesson, runs: int, with_variants: bool, folder: pathlib
 
 
 def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: int = 0, workers: int = 1, with_variants: bool = False,
-            progress: bool = True, backend: str = "auto", bursts: int = 0) -> list[dict]:
+            progress: bool = True, config: GradingConfig = DEFAULTS, bursts: int = 0) -> list[dict]:
     """Grade and summarise: one row per (lesson, speed check, kind of answer)."""
     from tqdm.auto import tqdm
 
@@ -96,7 +97,7 @@ def measure(course: Course, lesson_ids: list[str] | None, *, runs: int, hogs: in
             batch.register_students(course, work, set(staged))
             began = time.monotonic()
             with load_sampler() as load, cpu_hogs(hogs, bursts=bursts), concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(batch.grade_staged, course, work, staged[student], backend=backend, with_feedback=False): kind
+                futures = {pool.submit(batch.grade_staged, course, work, staged[student], config=config, with_feedback=False): kind
                            for kind, student, _ in entries}
                 results = [(futures[f], f.result()) for f in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
                                                                   desc=f"{lesson.id} x{runs}", disable=not progress)]

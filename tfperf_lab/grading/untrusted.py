@@ -130,12 +130,12 @@ class CapOutputs(NbGraderPreprocessor):
     """Cap every output in bytes, the rule of `tfperf_lab.isolation.outputs` with the host's limits (nbgrader's
     LimitOutput counts lines, and one line can be 40 MiB: this takes its place)."""
 
-    locals().update(config.traits("CapOutputs"))  # max_text_bytes, max_data_bytes: from the course's one configuration
+    locals().update(config.traits("CapOutputs"))  # output_text_bytes, output_data_bytes: from the course's one configuration
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
-                outputs.cap_output(output, text_bytes=self.max_text_bytes, data_bytes=self.max_data_bytes, by="by the grader")
+                outputs.cap_output(output, text_bytes=self.output_text_bytes, data_bytes=self.output_data_bytes, by="by the grader")
         return cell, resources
 
 

@@ -10,15 +10,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import typing
 
-from ..course.config import DEFAULTS
+from ..course.config import DEFAULTS, GradingConfig
 
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    """What one submission may use. ``wall_seconds`` bounds the whole notebook, ``cell_seconds`` each cell."""
+    """What one submission may use: the sandbox's share of a `GradingConfig`, under the same names (`of`), plus what
+    only one run knows. ``wall_seconds`` bounds the whole notebook, ``cell_seconds`` each cell."""
 
     wall_seconds: float = DEFAULTS.notebook_limit(None)
     cell_seconds: int = DEFAULTS.cell_seconds
@@ -26,7 +28,24 @@ class Limits:
     memory_mb: int = DEFAULTS.memory_mb
     processes: int = DEFAULTS.processes  # threads count too: TensorFlow starts dozens
     file_mb: int = DEFAULTS.file_mb
+    sandbox_text_bytes: int = DEFAULTS.sandbox_text_bytes
+    sandbox_data_bytes: int = DEFAULTS.sandbox_data_bytes
     cpus: tuple[int, ...] | None = None  # cores the sandbox is pinned to (None: all)
+
+    @classmethod
+    def of(cls, config: GradingConfig, **run) -> "Limits":
+        """The limits ``config`` sets, each field of the same name, and ``run``'s (``wall_seconds``, ``cpus``)."""
+        shared = {field.name for field in dataclasses.fields(cls)} & {field.name for field in dataclasses.fields(config)}
+        return cls(**{name: getattr(config, name) for name in shared}, **run)
+
+    def to_json(self) -> str:
+        """The form the sandbox hands its runner (``--limits``), read back by `from_json`."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Limits":
+        values = json.loads(text)
+        return cls(**{**values, "cpus": tuple(values["cpus"]) if values.get("cpus") is not None else None})
 
 
 @dataclasses.dataclass

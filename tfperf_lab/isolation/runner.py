@@ -1,6 +1,6 @@
 """Inside the sandbox: execute one notebook as nbgrader's ``Execute`` does and write the executed copy.
 
-``python -m tfperf_lab.isolation.runner IN OUT --cell-timeout N --startup-timeout N --cwd DIR``. Exit status 0 when the
+``python -m tfperf_lab.isolation.runner IN OUT --limits JSON --cwd DIR`` (the job's `Limits`, as the sandbox was given them). Exit status 0 when the
 notebook ran to its end (cells may have failed: that is the grade's business), 3 when the kernel died. Nothing here
 is trusted by the host: the host reads OUT back with size limits, caps and sanitizes it, and scores it itself.
 
@@ -20,8 +20,8 @@ import time
 
 from typing import Callable
 
-from ..course.config import DEFAULTS
 from . import outputs
+from .contract import Limits
 
 # nbgrader's Execute.error_on_timeout, so the host reads a timed-out cell the same way
 TIMEOUT_ERROR = {"ename": "CellTimeoutError", "evalue": "",
@@ -37,12 +37,12 @@ def _record_unreported_error(cell, execute_reply, **_) -> None:
                                                "evalue": content.get("evalue", ""), "traceback": content.get("traceback") or []})
 
 
-def execute(nb, *, cell_timeout: int, startup_timeout: int, cwd: str, env: dict | None = None,
+def execute(nb, *, limits: Limits, cwd: str, env: dict | None = None,
             on_start: Callable[[int], None] | None = None, on_end: Callable[[int, dict], None] | None = None) -> int:
     """Execute ``nb`` (a NotebookNode) in place, every cell in order, in a Python kernel of its own started in ``cwd``
     (with ``env``, else this process's environment): the one way the tool runs a notebook.
 
-    nbgrader's execution settings: errors allowed, a cell interrupted at ``cell_timeout`` gets a ``CellTimeoutError``
+    nbgrader's execution settings: errors allowed, a cell interrupted at ``limits.cell_seconds`` gets a ``CellTimeoutError``
     output, an error reply without an error output gets one, the kernel's history kept in memory. ``on_start(index)``
     and ``on_end(index, cell)`` are called around each cell. Returns 0, or 3 when the kernel died.
     """
@@ -58,11 +58,11 @@ def execute(nb, *, cell_timeout: int, startup_timeout: int, cwd: str, env: dict 
         if on_end is not None:
             on_end(cell_index, cell)
 
-    client = NotebookClient(nb, timeout=cell_timeout, startup_timeout=startup_timeout, kernel_name="python3",
+    client = NotebookClient(nb, timeout=limits.cell_seconds, startup_timeout=limits.startup_seconds, kernel_name="python3",
                             allow_errors=True, interrupt_on_timeout=True, raise_on_iopub_timeout=True,
                             # a cell's outputs may arrive after its reply: under load, or when the job was paused while
                             # another measured (nbclient's own 4 s failed a whole notebook in CI); a cell's limit, not 4 s
-                            iopub_timeout=cell_timeout,
+                            iopub_timeout=limits.cell_seconds,
                             error_on_timeout=TIMEOUT_ERROR, extra_arguments=["--HistoryManager.hist_file=:memory:"],
                             on_cell_execute=started, on_cell_executed=executed, resources={"metadata": {"path": cwd}})
     try:
@@ -88,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tfperf_lab.isolation.runner")
     parser.add_argument("notebook")
     parser.add_argument("out")
-    parser.add_argument("--cell-timeout", type=int, required=True)  # the sandbox passes its Limits (tfperf_lab.course.config)
-    parser.add_argument("--startup-timeout", type=int, required=True)
+    parser.add_argument("--limits", type=Limits.from_json, required=True, help="the job's Limits (Limits.to_json)")
     parser.add_argument("--cwd", default=".")
     parser.add_argument("--progress", type=int, default=None, help="a pipe to the grader: 'start N' / 'end N' around each cell")
     args = parser.parse_args(argv)
@@ -108,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         os.set_inheritable(args.progress, False)  # the kernel this runner starts must not write to it
         on_start = lambda index: progress.write(f"start {index}\n")  # noqa: E731
         on_end = lambda index, cell: progress.write(f"end {index}\n")  # noqa: E731
-    status = execute(nb, cell_timeout=args.cell_timeout, startup_timeout=args.startup_timeout, cwd=args.cwd,
+    status = execute(nb, limits=args.limits, cwd=args.cwd,
                      on_start=on_start, on_end=on_end)
     executed = time.monotonic()
-    outputs.cap(nb, text_bytes=DEFAULTS.sandbox_text_bytes, data_bytes=DEFAULTS.sandbox_data_bytes, by="in the sandbox")
+    outputs.cap(nb, text_bytes=args.limits.sandbox_text_bytes, data_bytes=args.limits.sandbox_data_bytes, by="in the sandbox")
     pathlib.Path(args.out).write_text(json.dumps(nb), encoding="utf-8")
     pathlib.Path(args.out).with_name("timings.json").write_text(
         json.dumps({"runner_imports": imported - began, "kernel_and_cells": executed - imported}), encoding="utf-8")

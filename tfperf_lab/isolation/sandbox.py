@@ -162,8 +162,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
         env |= {GRADER_VARIABLE: socket_inside if chosen.isolated else judge.host_address(), ROLE_VARIABLE: "candidate"}
         reader, writer = os.pipe()
     inner = [sys.executable, "-I", "-m", RUNNER, str(inside / "in" / "notebook.ipynb"), str(inside / "out" / "executed.ipynb"),
-             "--cell-timeout", str(limits.cell_seconds), "--startup-timeout", str(limits.startup_seconds),
-             "--cwd", str(inside / "home" / "lesson")]
+             "--limits", limits.to_json(), "--cwd", str(inside / "home" / "lesson")]
     if writer is not None:
         inner += ["--progress", str(writer)]
     launcher = [sys.executable, "-I", "-m", "tfperf_lab.isolation.sandbox"]

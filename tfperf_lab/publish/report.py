@@ -28,6 +28,7 @@ from ..course import Course, Lesson
 from ..course.config import DEFAULTS, PROFILE_VARIABLE, RECORD_VARIABLE
 from ..course import notebook
 from ..isolation import runner
+from ..isolation.contract import Limits
 
 PROFILES = ("reduced", "full")
 
@@ -38,7 +39,7 @@ def claim(item: dict) -> str:
 
 
 def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", progress: bool = True,
-            cell_timeout: int = DEFAULTS.course_cell_seconds) -> list[str]:
+            cell_seconds: int = DEFAULTS.course_cell_seconds) -> list[str]:
     """Run the lesson's source notebook in a kernel of its own; returns one line per cell that raised.
 
     The kernel runs in a scratch copy of the lesson's folder, so ``records`` is made absolute before it starts.
@@ -58,7 +59,7 @@ def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", 
                       for output in cell.get("outputs", []) if output.get("output_type") == "error")
 
     try:
-        status = runner.execute(nb, cell_timeout=cell_timeout, startup_timeout=DEFAULTS.startup_seconds, cwd=str(scratch),
+        status = runner.execute(nb, limits=Limits(cell_seconds=cell_seconds), cwd=str(scratch),
                                 env=kernel_env, on_end=done)
     finally:
         bar.close()
