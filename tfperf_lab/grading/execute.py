@@ -14,6 +14,7 @@ import dataclasses
 import json
 import pathlib
 import time
+import typing
 
 from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -135,8 +136,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         executed = from_dict(outcome.notebook)
         untrusted.check_shape(executed, "the executed notebook")
         _put_back(executed, skipped)
-        if done.judged:
-            enforce_verdicts(executed, course.lesson(lesson_id).speed_checks(), done.records, done.judge_notes)
+        enforce_speed(executed, _speed_checks(course, lesson_id), Deciding.of(done, outcome.records))
         return executed, resources
 
 
@@ -165,31 +165,79 @@ def _put_back(executed, skipped: dict[str, str]) -> None:
             cell.execution_count = None
 
 
-def enforce_verdicts(executed, checks: dict[str, list[str]], records: list, notes: list[str]) -> None:
-    """A speed test cell without the grader's passing verdict for each of its checks gets an error output, so nbgrader
-    scores it 0 whatever the kernel printed (the formgrader and plain ``nbgrader autograde`` included)."""
-    decided = {record.name: record for record in records}
+@dataclasses.dataclass(frozen=True)
+class Deciding:
+    """What decides a job's speed points, typed by where it came from (never by a label a record carries):
+    ``"grader"``, the verdicts the grader's judge measured outside the kernel (the grader's own file); ``"harness"``, the
+    records the course's timing harness wrote in the kernel, which decide only a learner's own check where the grader
+    could not judge (no instructor's source). ``unreadable``: why the records could not be read (nothing passes)."""
+
+    source: typing.Literal["grader", "harness"]
+    records: tuple = ()
+    notes: tuple = ()
+    unreadable: str | None = None
+
+    @classmethod
+    def of(cls, done, records_text: str) -> "Deciding":
+        if done.judged:
+            return cls("grader", tuple(done.records), tuple(done.judge_notes))
+        from tfperf.report import parse_records
+
+        try:
+            return cls("harness", tuple(parse_records(records_text, source="the notebook's records")))
+        except ValueError as error:
+            return cls("harness", unreadable=f"its measurement records could not be read ({error})")
+
+    def missing(self, names: list[str]) -> list[str]:
+        """Why each of ``names`` earns no speed points (empty: every one passed)."""
+        if self.unreadable:
+            return [self.unreadable]
+        decided = {record.name: record for record in self.records}
+        reasons = []
+        for name in names:
+            record = decided.get(name)
+            if record is not None and record.passed:
+                continue
+            if record is not None:
+                low, high = record.ci
+                reasons.append(f"{name}: measured {record.speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {record.threshold:g}x")
+            elif self.source == "grader":
+                reasons.append(next((note for note in self.notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
+            else:
+                reasons.append(f"{name}: its speed check did not run through the course's timing harness")
+        return reasons
+
+
+def enforce_speed(executed, checks: dict[str, list[str]], deciding: Deciding) -> None:
+    """The one place speed points are decided: a speed test cell without a passing verdict for each of its checks from
+    ``deciding`` gets an error output, so nbgrader scores it 0 whatever the kernel printed (the formgrader and plain
+    ``nbgrader autograde`` included)."""
+    who = "from the grader" if deciding.source == "grader" else "from the course's timing harness"
     for cell in executed.cells:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id not in checks:
             continue
-        missing = [name for name in checks[grade_id] if not (decided.get(name) and decided[name].passed)]
-        if not missing:
+        reasons = deciding.missing(checks[grade_id])
+        if not reasons:
             continue
-        reasons = []
-        for name in missing:
-            if name in decided:
-                low, high = decided[name].ci
-                reasons.append(f"{name}: measured {decided[name].speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {decided[name].threshold:g}x")
-            else:
-                reasons.append(next((note for note in notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
-        message = "; ".join(reasons)
-        cell.outputs.append(from_dict({"output_type": "error", "ename": "SpeedVerdict", "evalue": f"no speed points from the grader: {message}",
-                                       "traceback": [f"SpeedVerdict: no speed points from the grader: {message}"]}))
+        message = f"no speed points {who}: " + "; ".join(reasons)
+        cell.outputs.append(from_dict({"output_type": "error", "ename": SPEED_VERDICT, "evalue": message,
+                                       "traceback": [f"{SPEED_VERDICT}: {message}"]}))
+
+
+SPEED_VERDICT = "SpeedVerdict"
 
 
 class SandboxFailed(RuntimeError):
     """The notebook did not come back usable from its sandbox (timed out, out of memory, kernel died)."""
+
+
+def _speed_checks(course: Course, lesson_id: str) -> dict[str, list[str]]:
+    """The lesson's speed test cells and their checks (none for a lesson the course does not have)."""
+    try:
+        return course.lesson(lesson_id).speed_checks()
+    except LookupError:
+        return {}
 
 
 def _grading_minutes(course: Course, lesson_id: str) -> float | None:

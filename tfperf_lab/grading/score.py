@@ -3,7 +3,8 @@
 Inputs: the autograded notebook nbgrader wrote from what came back out of the sandbox, the gradebook, the `Execution`
 (did the run finish) and the `Staged` submission (its review list, found when staging). The rules: a run that did not
 finish scores every autograded cell 0 as "not run"; speed points need a passing measurement from the grader (or, where
-it could not judge, from the course's harness), and only while the output tests each speed cell is paid with
+it could not judge, from the course's harness: decided once, in the executed notebook, by `execute.enforce_speed`), and
+only while the output tests each speed cell is paid with
 (``paid_with``) pass; a submission on the review list (`tfperf_lab.grading.review`) has the speed cells and the
 structural cells that share their evidence, of the exercise a finding is in and of later ones (`review_scope`),
 withheld and marked for a person to grade, whoever timed it, and a person's decision on that very file paid again
@@ -98,14 +99,13 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     """
     lesson, student = staged.lesson, staged.student
     records, unreadable = measurements(execution)
-    if execution.judged:  # provenance by source: the grader's verdicts file, never a label a record carries
+    # Speed points were decided once, in the executed notebook (`execute.enforce_speed`); here the result shows
+    # what decided them: the grader's verdicts when it judged (the notebook's own records of those checks dropped).
+    if execution.judged:
         graded = {name for names in lesson.speed_checks().values() for name in names}
         verdicts = parse_records(execution.verdicts, source="the grader's verdicts")
         records = verdicts + [r for r in records if r.name not in graded]
-        deciding = {record.name: record for record in verdicts}
         unreadable = None  # the notebook's records no longer decide anything
-    else:  # a learner's own check without the instructor's source: the course's timing harness in the kernel decided
-        deciding = {record.name: record for record in records}
     result = SubmissionResult(student, lesson.id, notes=list(staged.notes), measurements=records, seconds=execution.seconds,
                               sandbox=execution.backend, judged=execution.judged, review=[str(finding) for finding in staged.review],
                               attempts=execution.attempts, machine=list(execution.machine))
@@ -141,7 +141,6 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
             if status == "passed" and score_value < cell["points"]:
                 status, message = "failed", "no points awarded"
             result.cells.append(CellResult(cell["id"], score_value, cell["points"], "auto", status, message))
-        _withhold_speed_points(gradebook, lesson, result, deciding, unreadable=bool(unreadable), judged=execution.judged)
         _withhold_speed_of_wrong_outputs(gradebook, lesson, result)
         _withhold_for_review(gradebook, lesson, result, staged.review, staged.notebook)
         decisions.apply(gradebook, work, lesson, result, staged.sha256)
@@ -158,27 +157,6 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
     if timed_out:
         result.notes.append(f"cells that ran out of time (stopped, scored 0, the rest graded): {', '.join(timed_out)}")
     return result
-
-
-def _withhold_speed_points(gradebook: Gradebook, lesson: Lesson, result: SubmissionResult, measured: dict[str, Record], *,
-                           unreadable: bool, judged: bool) -> None:
-    """Zero speed test cells that passed without a genuine measurement: no passing record among ``measured`` (the
-    grader's verdicts when it judged, read from its own file; else the harness's records), or records that could not be
-    read. When the grader judged, `tfperf_lab.grading.execute.enforce_verdicts` already made such a cell fail in the
-    executed notebook (for every way of autograding): this is the same rule, kept for the ungraded self-check."""
-    checks = lesson.speed_checks()
-    for cell in result.cells:
-        if cell.id not in checks or not cell.score:
-            continue
-        if unreadable:
-            reason = "its measurement records could not be read"
-        elif not all(measured.get(name) is not None and measured[name].passed for name in checks[cell.id]):
-            reason = ("the grader's own measurement did not pass" if judged
-                      else "its speed check did not run through the course's timing harness")
-        else:
-            continue
-        gradebook.find_grade(cell.id, lesson.id, lesson.id, result.student).auto_score = 0.0
-        cell.score, cell.status, cell.message = 0.0, "failed", f"speed points withheld: {reason}"
 
 
 def review_scope(nb: dict, review_cells: dict[str, list[str]], found: list[review.Finding], *,
