@@ -1,4 +1,4 @@
-"""What tests/test_cgroups.py runs against a real cgroup, in this process or (for cgroup v2) in a private mount namespace.
+"""What tests/root/test_cgroups_root.py (and tests/unit/test_cgroups.py, on a fake) runs against a cgroup, in this process or (for cgroup v2) in a private mount namespace.
 
 ``python tests/cgroup_scenarios.py SCENARIO ROOT`` runs one scenario with the cgroup file system mounted at ROOT and
 prints its findings as one JSON line: the test asserts on them.

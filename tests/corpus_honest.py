@@ -8,7 +8,7 @@ get every autograded point when graded for real.
 
 ``Honest.cells`` maps a solution cell's id to the FULL new source of that cell; ``Honest.scratch`` holds extra code
 cells, inserted right after the last replaced cell (or at the end of the notebook when ``cells`` is empty).
-This module holds data only; tests/test_corpus_honest.py checks that every entry builds a valid notebook.
+This module holds data only; tests/unit/test_corpus_honest.py checks that every entry builds a valid notebook.
 """
 
 from __future__ import annotations

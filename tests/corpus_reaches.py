@@ -1013,3 +1013,21 @@ GRADED = {
     "default_argument",  # 05
     "module_from_file",  # 10
 }
+
+
+def reach_notebook(reach, nb: dict | None = None) -> dict:
+    """The reference solution (or ``nb``) with the reach added as a learner would: appended to an answer cell, or a cell
+    of its own after the last answer."""
+    import nbformat
+
+    from pipeline import COURSE
+    from tfperf_lab.course import notebook
+
+    nb = nb if nb is not None else COURSE.lesson(reach.lesson).source_notebook()
+    if reach.where == "answer":
+        cell = next(c for c in nb["cells"] if c.get("id") == reach.cell)
+        cell["source"] = notebook.source(cell).rstrip("\n") + "\n\n" + reach.code
+    else:
+        index = max(i for i, c in enumerate(nb["cells"]) if notebook.nbgrader_meta(c).get("solution"))
+        nb["cells"].insert(index + 1, nbformat.v4.new_code_cell(reach.code))
+    return nb

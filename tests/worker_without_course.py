@@ -1,4 +1,4 @@
-"""Preloaded into a Dask worker by tests/test_cluster.py (``dask worker --preload``): a worker started where the course is
+"""Preloaded into a Dask worker by tests/grading/test_cluster.py (``dask worker --preload``): a worker started where the course is
 not, as on a node whose file system lacks the course's path."""
 
 from tfperf_lab.course import Course, CourseNotFound

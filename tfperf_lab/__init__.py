@@ -1,7 +1,7 @@
 """tfperf_lab: the instructor's and grader's tool of TF Performance Lab (the ``tfperf-lab`` command).
 
 Learners' notebooks import only `tfperf`; this package needs the ``[grader]`` extra (nbgrader, tqdm). Its folders,
-from the bottom floor up (a folder imports only the folders below it; ``tests/test_layout.py`` keeps it so):
+from the bottom floor up (a folder imports only the folders below it; ``tests/unit/test_layout.py`` keeps it so):
 
 - `course`: the course folder, its lessons and notebooks' text, the rules lessons keep, the unoptimized answers.
 - `isolation`: the sandbox per submission, what runs inside it, and what may cross its wall.

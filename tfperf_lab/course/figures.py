@@ -16,7 +16,7 @@ things, each written between two HTML comments (invisible in Jupyter, Colab and 
 - **a definition**: a constant of the lesson's code, arithmetic on one, a budget or a workload size:
   ``<!--def-->10 ms<!--/def-->``.
 
-Anything else is hand-typed, and `problems` reports it (``tfperf-lab lint`` and ``tests/test_figures.py`` run it on
+Anything else is hand-typed, and `problems` reports it (``tfperf-lab lint`` and ``tests/unit/test_figures.py`` run it on
 every lesson; the test also reads the README's speedups). Prose that interprets a measurement ("no measurable difference", "fragile") comes from a ``words`` figure,
 never from a sentence typed beside it. A mark never opens a line (Markdown would read the whole line as raw HTML).
 """

@@ -99,7 +99,7 @@ def check_fingerprint(nb: dict, cell_id: str) -> str:
     """What a speed check's verdict depends on in the instructor's source, as a short hash: the check's test cell and the
     cells the reference process runs before it (tagged ``speed-fixture``), less the stamped setup cell (it only imports
     the course), and the decision rule's version (`tfperf.stats.RULE`). A flake campaign keeps it per row, so a
-    campaign measured before the check, its fixture or the rule changed shows as stale (tests/test_flake_records.py)."""
+    campaign measured before the check, its fixture or the rule changed shows as stale (tests/unit/test_flake_records.py)."""
     import hashlib
 
     from tfperf.stats import RULE
@@ -234,7 +234,7 @@ def speed_outputs(nb: dict) -> dict[str, list[str]]:
     """Speed test cell -> the tests that check the outputs its speed is paid for (``metadata.tfperf.paid_with`` in the
     source, named by the instructor beside the check, as ``review_with`` is): the speed is paid only when they all
     pass, so a fast but wrong answer earns no speed point whatever the speed check compared. A speed cell that names
-    none depends on no other cell (`tests/test_review_scope.py` requires every lesson's to name its own exercise's)."""
+    none depends on no other cell (`tests/unit/test_review_scope.py` requires every lesson's to name its own exercise's)."""
     speed, found = speed_checks(nb), {}
     for cell in nb["cells"]:
         grade_id = nbgrader_meta(cell).get("grade_id")

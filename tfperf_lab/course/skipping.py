@@ -11,7 +11,7 @@ runs and nothing the grade reads. `skippable` finds them by reading the cells, b
   changes in place (an attribute or item stored, an augmented assignment, a method called on it: ``history.append``);
   a method called on an imported module (``tf.constant``) changes nothing.
 
-Whether that is enough is not assumed: ``tests/test_skipping.py`` grades every lesson's reference with its
+Whether that is enough is not assumed: ``tests/unit/test_skipping.py`` grades every lesson's reference with its
 demonstrations skipped and asks for the same points, cell by cell, as a run of every cell. A skipped cell's output in
 the graded copy says it was not run and why; `SKIPPED_NOTE` is its text.
 """

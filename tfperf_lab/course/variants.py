@@ -3,7 +3,7 @@
 Each variant is the reference solution with text replaced in one or more solution cells. It must keep the points of
 ``keeps`` and score 0 on ``loses``, on every grading run: the pipeline tests check this once, and
 ``tfperf-lab flake --variants`` checks it many times, under load: the committed campaigns cover every variant
-(tests/test_flake_records.py).
+(tests/unit/test_flake_records.py).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ VARIANTS.append(one("10_capstone", "list_of_batches", "make_dataset_solution",
 
 # Issue 14's cheats: a slow answer plus a trick played inside the learner's kernel. Each earned speed points while the
 # speed checks were timed in that kernel; now the grader times them (tfperf_lab.speed.judge) and none may. Graded by
-# tests/test_verdicts.py and by the flake campaigns.
+# tests/grading/test_verdicts.py and by the flake campaigns.
 _C_HANDLE = "    handle = sess._make_callable_from_options(options)\n"
 _C_SLOW_HANDLE = _C_HANDLE + "    def handle(*values):\n        return sess.run(fetch + target, dict(zip(feed, values)))[: len(fetch)]\n"
 _C_RETURN = "    return run_callable\n"

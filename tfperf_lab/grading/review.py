@@ -42,7 +42,7 @@ read, only when its id and nbgrader ``grade_id`` name that release cell and no o
 restores its source before anything runs (a changed one gets a tamper note when staging). A cell whose id and grade_id
 do not name the same release cell, or that repeats another cell's, is a finding of its own and is read: nbgrader
 restores test cells by ``grade_id`` and strips a repeated one's metadata, so such a cell's code would run. The score stage withholds the speed and ``review_with`` cells of the exercise
-that holds a finding until a person decides (`tfperf-lab review`). tests/test_review.py measures the reading on two
+that holds a finding until a person decides (`tfperf-lab review`). tests/unit/test_review.py measures the reading on two
 corpora: honest answers in styles the lessons do not show (no finding) and reaches (every one found).
 """
 

@@ -2,7 +2,7 @@
 
 An answer that is correct but slow, plus code that swaps the function the grader times for the slow handle run once
 on a whole batch's inputs stacked (eight more routes that serve a fast function, from the corpus of reaches, are graded
-in tests/test_corpus_graded.py). Before the review list, it earned the speed point and the structural cell that shared
+in tests/grading/test_corpus_graded.py). Before the review list, it earned the speed point and the structural cell that shared
 its evidence. Now it is on the review list: its speed cell and that structural cell are withheld and marked for a person, its correctness cells
 kept, the CSV's ``review`` column says why; honest classmates in the same class keep every point, and are not on it.
 A kernel that sends the grader a deeply nested message is refused without stopping the grader. A structure check
@@ -105,7 +105,7 @@ def _full(lesson, cell: str) -> float:
     return next(c["points"] for c in lesson.grade_cells() if c["id"] == cell)
 
 
-@pytest.mark.parametrize("student", ["stacked"])  # eight more routes: tests/test_corpus_graded.py
+@pytest.mark.parametrize("student", ["stacked"])  # eight more routes: tests/grading/test_corpus_graded.py
 def test_a_replaced_server_is_on_the_review_list_and_earns_no_speed_or_shared_structure_point(graded, student):
     code, rows, _ = graded
     row = rows[(student, L01.id)]

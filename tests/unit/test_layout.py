@@ -179,3 +179,35 @@ def test_only_the_command_line_exits():
             continue  # the command line, and the programs that run as processes of their own
         text = path.read_text(encoding="utf-8")
         assert "SystemExit" not in text and "sys.exit(" not in text, f"{name}: library code raises; only cli.py exits"
+
+
+def _marks(path: pathlib.Path) -> tuple[set[str], set[str]]:
+    """The names of the module-level ``pytestmark`` and every decorator of a test file's test functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module, tests = set(), set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            module.add(ast.unparse(node.value))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            tests |= {ast.unparse(d) for d in node.decorator_list}
+    return module, tests
+
+
+def test_the_tests_are_mirrored_by_floor():
+    """tests/unit holds no pipeline test (`pytest tests/unit` grades nothing through nbgrader), every file of
+    tests/grading holds one, and every test of tests/root skips without root; helpers sit at the top, no test file does."""
+    folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith("__")}
+    assert folders == {"unit", "grading", "root"}, folders
+    assert not list((ROOT / "tests").glob("test_*.py")), "a test file outside its floor's folder"
+    for path in (ROOT / "tests" / "unit").glob("test_*.py"):
+        module, tests = _marks(path)
+        assert not any("pipeline" in mark for mark in module | tests), f"{path.name}: a pipeline test in tests/unit"
+    for path in (ROOT / "tests" / "grading").glob("test_*.py"):
+        module, tests = _marks(path)
+        assert any("pipeline" in mark for mark in module | tests), f"{path.name}: no pipeline test, so it belongs in tests/unit"
+    text = (ROOT / "tests" / "root" / "test_cgroups_root.py").read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            marks = {ast.unparse(d) for d in node.decorator_list}
+            assert any("needs_root" in mark or "geteuid" in mark for mark in marks), f"{node.name} runs without root"

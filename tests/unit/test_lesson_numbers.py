@@ -20,7 +20,7 @@ from tfperf import plots, timing
 from conftest import make_result
 from test_truth import cell, notebook, source  # the solution notebooks, read one way
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 

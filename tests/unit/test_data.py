@@ -9,7 +9,7 @@ import pytest
 import tfperf
 from tfperf.data import IDX_FILES, DataFileError
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist"
 real_mnist = pytest.mark.skipif(not (SHARED / "train-images-idx3-ubyte.gz").exists(), reason="the shared MNIST copy is not on this machine")
 
 

@@ -115,7 +115,7 @@ def test_a_worker_that_dies_while_grading_loses_nothing(cluster, tiny, tmp_path_
     assert any("again" in row["status"] for row in rows), rows
 
 
-PRELOAD = str(pathlib.Path(__file__).with_name("worker_without_course.py"))
+PRELOAD = str(pathlib.Path(__file__).resolve().parents[1] / "worker_without_course.py")
 
 
 def _start_worker(address: str, *extra: str) -> subprocess.Popen:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 QUOTED_AS_FACT = {  # numbers issue 15 found stated as facts in a lesson's prose
     "02_graph_growth": ("8x after 240", "30-80 us"),
     "04_tf_data": ("no reliable gain",),

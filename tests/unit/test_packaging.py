@@ -9,7 +9,7 @@ import tomllib
 from tfperf_lab.publish import readme
 from pipeline import COURSE
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

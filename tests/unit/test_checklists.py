@@ -40,8 +40,8 @@ def _lesson_checks(lesson) -> dict:
         "solutions/<lesson>/<lesson>.ipynb": lesson.source.exists(),
         "lessons/<lesson>/<lesson>.ipynb": lesson.release.exists(),
         "tfperf_lab/course/variants.py": not speed or _speed_cells(lesson) <= {cell for v in variants.for_lesson(lesson.id) for cell in v.loses},
-        "tests/test_lesson<nn>.py": (ROOT / "tests" / f"test_lesson{nn}.py").exists()
-        and "def class_submissions" in (ROOT / "tests" / f"test_lesson{nn}.py").read_text(encoding="utf-8"),
+        "tests/grading/test_lesson<nn>.py": (ROOT / "tests" / "grading" / f"test_lesson{nn}.py").exists()
+        and "def class_submissions" in (ROOT / "tests" / "grading" / f"test_lesson{nn}.py").read_text(encoding="utf-8"),
         "tests/corpus_honest.py": sum(answer.lesson == lesson.id for answer in HONEST) >= 2,
         "docs/runs/<profile>/": all(len(runs.get(profile, {}).get(lesson.id, [])) >= ranges.RUNS_NEEDED for profile in ("full", "reduced")),
         "tfperf/ranges.json": all(lesson.id in profile for profile in

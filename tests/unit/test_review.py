@@ -254,19 +254,7 @@ def test_a_cell_that_does_not_parse_or_nests_deeply_is_read_without_crashing():
 
 # -- the corpora: reaches written by someone who never read this reader, honest answers in styles the lessons do not show
 import corpus_reaches  # noqa: E402
-
-
-def reach_notebook(reach, nb: dict | None = None) -> dict:
-    """The reference solution (or ``nb``) with the reach added as a learner would: appended to an answer cell, or a cell
-    of its own after the last answer."""
-    nb = nb if nb is not None else COURSE.lesson(reach.lesson).source_notebook()
-    if reach.where == "answer":
-        cell = next(c for c in nb["cells"] if c.get("id") == reach.cell)
-        cell["source"] = notebook.source(cell).rstrip("\n") + "\n\n" + reach.code
-    else:
-        index = max(i for i, c in enumerate(nb["cells"]) if notebook.nbgrader_meta(c).get("solution"))
-        nb["cells"].insert(index + 1, nbformat.v4.new_code_cell(reach.code))
-    return nb
+from corpus_reaches import reach_notebook  # noqa: E402
 
 
 @pytest.mark.parametrize("reach", corpus_reaches.REACHES, ids=lambda r: f"{r.lesson[:2]}-{r.name}")

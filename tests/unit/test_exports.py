@@ -18,7 +18,7 @@ from tfperf_lab.course import Course, WorkFolder
 from tfperf_lab.grading import exports
 from tfperf_lab.grading.results import CellResult, SubmissionResult
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LESSON = tiny_course.LESSON_ID
 GONE = "99_gone"  # a lesson graded once, no longer in the course
 FINDING = "cell scale_solution, line 7: reads the caller's frame: inspect.currentframe()"

@@ -10,9 +10,9 @@ import pytest
 from tfperf_lab.grading import untrusted
 
 PAYLOADS = [
-    '<script>alert("owned")</script><img src=x onerror="alert(1)">',  # tests/test_sandbox.py's output
+    '<script>alert("owned")</script><img src=x onerror="alert(1)">',  # tests/grading/test_sandbox.py's output
     "My answer <script>alert('formgrader')</script> <img src=x onerror=alert(2)>",  # its written answer
-    "<script>alert(1)</script>mallory",  # tests/test_classpage.py's student id
+    "<script>alert(1)</script>mallory",  # tests/grading/test_classpage.py's student id
     '<b onclick="alert(1)">bold</b>', '<a href="javascript:alert(1)">x</a>', '<a href="JaVaScRiPt:alert(1)">x</a>',
     '<a href="java&#x09;script:alert(1)">x</a>', '<a href=" javascript:alert(1)">x</a>', "<svg onload=alert(1)>",
     "<svg><script>alert(1)</script></svg>", "<iframe src=//evil></iframe>", '<div style="background:url(javascript:x)">',

@@ -13,7 +13,7 @@ import pytest
 
 import corpus_honest
 import corpus_reaches
-from test_review import reach_notebook
+from corpus_reaches import reach_notebook
 from tfperf_lab.course import variants
 from pipeline import COURSE
 
