@@ -225,6 +225,20 @@ def cmd_ranges(args) -> int:
     return 0
 
 
+def cmd_margins(args) -> int:
+    """Each speed check's reference margin on every machine that graded it, and whether its threshold is kept (the
+    slowest machine's reference clears it by 1.5x at its lower 10%)."""
+    from .publish import margins, readme
+
+    course = _course(args)
+    if args.docs:
+        print(readme.update(course, "margins"))
+        print(f"{readme.PAGES['margins']}: margins block regenerated from {', '.join(str(f) for f in margins.folders(course))}")
+        return 0
+    print(margins.block(course))
+    return 1 if margins.not_kept(margins.collect(course)) else 0
+
+
 def cmd_replay(args) -> int:
     """Decide the recorded flake campaigns again under a rule and thresholds, and simulate 10,000 more gradings of each
     check, answer and load from their rounds (blocks of consecutive rounds, so bursts stay bursts)."""
@@ -299,7 +313,7 @@ def cmd_flake(args) -> int:
         from .isolation import backends
 
         campaigns.record(rows, hogs=args.hog, workers=args.workers, runs=args.runs, path=pathlib.Path(args.out),
-                         sandbox=backends.backend().name, bursts=args.burst)
+                         sandbox=backends.backend().name, bursts=args.burst, machine_name=args.machine)
     bad = campaigns.wrong(rows)
     print(f"wrong outcomes: {bad} (false failures of the reference + false passes of unoptimized answers)")
     return 1 if bad else 0
@@ -463,9 +477,15 @@ def parser() -> argparse.ArgumentParser:
     flake.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
     flake.add_argument("--variants", action="store_true", help="also grade the correct-but-unoptimized answers")
     flake.add_argument("--out", help="write the rows as JSON (docs/flake-campaigns.md's figures come from docs/flake/*.json)")
+    flake.add_argument("--machine", help="the name this machine goes by in the margins table (default: its CPU model and cores); "
+                                         "another machine's record goes to docs/machines/")
     flake.add_argument("--docs", "--readme", dest="docs", action="store_true",
                        help="measure nothing: regenerate docs/flake-campaigns.md's block from docs/flake/")
     flake.set_defaults(func=cmd_flake)
+
+    margins_ = sub.add_parser("margins", help=cmd_margins.__doc__)
+    margins_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's margins block")
+    margins_.set_defaults(func=cmd_margins)
 
     replay_ = sub.add_parser("replay", help=cmd_replay.__doc__)
     replay_.add_argument("lessons", nargs="*", help="lesson ids (default: all)")

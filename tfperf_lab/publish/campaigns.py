@@ -29,15 +29,23 @@ def wrong(rows: list[dict]) -> int:
     return sum(r["runs"] - r["passed"] if r["answer"] == "reference" else r["passed"] for r in rows)
 
 
-def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap", bursts: int = 0) -> None:
-    """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in), as committed under docs/flake/."""
+def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathlib.Path, sandbox: str = "bubblewrap", bursts: int = 0,
+           machine_name: str | None = None) -> None:
+    """Write one campaign's rows with its conditions (the sandbox backend its gradings ran in) and the machine it ran on
+    (``machine_name``, its CPU model and cores: the margins table's column, `tfperf_lab.publish.margins`), as committed
+    under docs/flake/ (the dev VM) or docs/machines/ (any other)."""
     import datetime
 
+    from tfperf import env as tf_env
     from tfperf.link import PROTOCOL
+
+    state = tf_env.machine_state()
+    machine = {"name": machine_name, "cpu_model": state.get("cpu_model"), "cores": state.get("cores"), "governor": state.get("governor"),
+               "cpu_max": state.get("cpu_max")}
 
     # the link's protocol version: campaigns measured before protocol 2 (chained inputs, every call compared) say 1 or nothing
     summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "hogs": hogs, "bursts": bursts, "workers": workers,
-               "runs": runs, "protocol": PROTOCOL, "sandbox": sandbox, "rows": rows,
+               "runs": runs, "protocol": PROTOCOL, "sandbox": sandbox, "machine": machine, "rows": rows,
                "verdicts": "grader" if rows and all(r.get("measured_by") == "grader" for r in rows) else "kernel"}
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
