@@ -29,7 +29,7 @@ __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "coun
 _HARNESS = {
     (module.__name__, name): getattr(module, name)
     for module, names in (
-        (timing, ("compare", "measure", "paired_rounds", "_run", "_caller", "_calibrate", "_block", "_CLOCK")),
+        (timing, ("compare", "measure", "paired_rounds", "seconds_per_call", "_caller", "_calibrate", "_block", "_CLOCK")),
         (stats, ("confidence_sequence", "decided", "needed", "e_value")),
         (report, ("record",)),
     )

@@ -108,7 +108,7 @@ def _binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def _one_look_rank(n: int, tail: float) -> int:
+def one_look_rank(n: int, tail: float) -> int:
     """The largest k with P(Binomial(n, 1/2) <= k) <= tail (-1 when none)."""
     k = -1
     while k + 1 < n and _binomial_cdf(k + 1, n) <= tail:
@@ -122,7 +122,7 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     values was fixed in advance; a loop that looks as values arrive needs `confidence_sequence`."""
     ordered = sorted(float(v) for v in values)
     n = len(ordered)
-    k = _one_look_rank(n, round((1 - confidence) / 2, 12))
+    k = one_look_rank(n, round((1 - confidence) / 2, 12))
     if k < 0:
         return 0.0, math.inf
     return ordered[k], ordered[n - 1 - k]

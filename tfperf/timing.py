@@ -343,7 +343,9 @@ def _caller(fn: Callable, inputs: Sequence | Callable[[int], Any] | None, sync: 
     return call
 
 
-def _run(call: Callable[[], None], number: int, clock: Callable[[], float]) -> float:
+def seconds_per_call(call: Callable[[], None], number: int, clock: Callable[[], float]) -> float:
+    """The harness's one sample: ``number`` calls in a row, their seconds per call (`tfperf_lab.speed.doctor` takes
+    its noise samples the same way)."""
     start = clock()
     for _ in range(number):
         call()
@@ -355,7 +357,7 @@ def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
         if number < 1:
             raise ValueError(f"number must be at least 1; got {number}")
         return number
-    one = max(min(_run(call, 1, clock) for _ in range(3)), 1e-9)
+    one = max(min(seconds_per_call(call, 1, clock) for _ in range(3)), 1e-9)
     return max(1, min(10**6, round(sample_time / one)))
 
 
@@ -386,9 +388,9 @@ def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callab
         raise ValueError(f"repeats must be at least 1; got {repeats}")
     clock = clock or _CLOCK
     call = _caller(fn, inputs, sync, wait or device_wait())
-    warm = tuple(_run(call, 1, clock) for _ in range(warmup))
+    warm = tuple(seconds_per_call(call, 1, clock) for _ in range(warmup))
     number = _calibrate(call, clock, sample_time, number)
-    samples = tuple(_run(call, number, clock) for _ in range(repeats))
+    samples = tuple(seconds_per_call(call, number, clock) for _ in range(repeats))
     return TimingResult(label or getattr(fn, "__name__", "function"), samples, number, warm, metadata)
 
 
@@ -542,13 +544,13 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
     warm = ([], [])
     for _ in range(warmup):
         for side in (0, 1):
-            warm[side].append(_run(calls[side], 1, clock))
+            warm[side].append(seconds_per_call(calls[side], 1, clock))
     numbers = tuple(_calibrate(call, clock, sample_time, None) for call in calls)
 
     def pair(index: int) -> tuple[float, float]:
         seconds = [0.0, 0.0]
         for side in ((0, 1) if index % 2 == 0 else (1, 0)):
-            seconds[side] = _run(calls[side], numbers[side], clock)
+            seconds[side] = seconds_per_call(calls[side], numbers[side], clock)
         return seconds[0], seconds[1]
 
     rounds = paired_rounds(pair, threshold=threshold, min_rounds=min_rounds, max_rounds=max_rounds, budget=max(0.0, budget - (clock() - began)),

@@ -73,15 +73,15 @@ def measure(seconds: float = SECONDS, *, work=None, clock=time.perf_counter) -> 
     work = work or _workload()
     for _ in range(3):
         work()
-    one = min(timing._run(work, 1, clock) for _ in range(5))  # the harness's own sample: seconds per call
+    one = min(timing.seconds_per_call(work, 1, clock) for _ in range(5))  # the harness's own sample: seconds per call
     calls = max(1, round(SAMPLE / max(one, 1e-7)))
     before, began, pid = tf_env.cpu_times(), clock(), os.getpid()
     pairs, durations, waits = [], [], []
     index = 0
     while clock() - began < seconds:
         started, waited = clock(), timer.run_delay(pid)
-        first = timing._run(work, calls, clock)
-        second = timing._run(work, calls, clock)
+        first = timing.seconds_per_call(work, calls, clock)
+        second = timing.seconds_per_call(work, calls, clock)
         after = timer.run_delay(pid)
         a, b = (first, second) if index % 2 == 0 else (second, first)
         pairs.append((a, b))

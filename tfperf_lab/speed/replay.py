@@ -36,7 +36,7 @@ from .timer import MIN_SPAN
 def _one_look(n: int, alpha: float) -> int | None:
     """The exact one-look interval's count (`tfperf.stats.median_interval`), used after every round: what the
     sequence replaced, kept to show the difference."""
-    k = stats._one_look_rank(n, round(alpha / 2, 12))
+    k = stats.one_look_rank(n, round(alpha / 2, 12))
     return None if k < 0 else n - k
 
 
