@@ -52,23 +52,6 @@ def test_a_freeze_returns_once_the_kernel_says_frozen_and_thaw_awaits_thawed(tmp
         group.thaw(seconds=0.2)
 
 
-def test_a_job_that_ended_is_not_frozen_and_says_nothing_when_another_job_pauses_it(tmp_path, monkeypatch):
-    """Another job's judge may pause this job just as its notebook ends and its group is removed: nothing is left to
-    stop, so freezing and thawing do nothing instead of writing a note on an honest row."""
-    folder = _fake_v2(tmp_path, "0")
-    group = cgroups.Cgroup.adopt(folder, "v2")
-    monkeypatch.setattr(cgroups.time, "sleep", lambda seconds: None)  # the fake folder holds files: rmdir retries at once
-    group.remove()
-    monkeypatch.undo()
-    assert group.ended and group.freeze_file is None and group.folders == []
-    group.freeze(seconds=0.2)
-    group.thaw(seconds=0.2)
-    (tmp_path / "other").mkdir()
-    fresh = cgroups.Cgroup.adopt(_fake_v2(tmp_path / "other", "0"), "v2")
-    with pytest.raises(cgroups.FreezeFailed):  # a job that has not ended still says when it cannot be frozen
-        fresh.freeze(seconds=0.2)
-
-
 def test_no_writable_cgroup_means_no_freezer_no_silent_limits_and_no_group_for_the_judge(tmp_path):
     group = cgroups.Cgroup("none", Limits(), root=tmp_path / "no-cgroups-here")
     assert group.kind == "none" and not group.holds and group.freezer_kind == "none" and not group.memory_limited

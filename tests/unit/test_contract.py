@@ -106,8 +106,6 @@ def _fake_v2(folder: pathlib.Path, frozen: str = "0") -> pathlib.Path:
 
 def test_the_timer_process_gets_a_freezer_and_only_public_classes(tmp_path, monkeypatch):
     group = cgroups.Cgroup.adopt(_fake_v2(tmp_path / "job-fake"), "v2")
-    with pytest.raises(TypeError):
-        pickle.dumps(group)  # the job's cgroup stays in the grading process: its lock does not travel
     sent = {}
 
     def timer_process(command, *, input, **options):

@@ -14,7 +14,8 @@ Every job gets a cgroup of its own (`Cgroup`, with every sandbox backend, ``--no
 - `Freezer`, the job's freezer as a picklable value (one file's path), is what the judge and its timer process get.
   `Freezer.freeze` returns only once the kernel reports the job frozen (v2 ``cgroup.events`` ``frozen 1``, v1
   ``freezer.state`` FROZEN), within 2 s, else it thaws the job and raises `FreezeFailed`; `thaw` likewise.
-  `Cgroup.freeze` does the same, one freeze, thaw or removal at a time, and nothing once the job has ended.
+  `Cgroup.freeze` and `thaw` use it. Whether the job has ended, and one freeze or thaw at a time, is the judge's rule
+  (`tfperf_lab.speed.judge.Judge.use_freezer`: it drops the freezer before the group is removed), kept in one place.
 
 What does not hold is never silent: `Cgroup.missing` has a sentence for each of memory, pids and freezer that is not
 there, and `run` returns them in its `Outcome.warnings`. Where no freezer holds (no writable cgroup: a grader that is
@@ -29,7 +30,6 @@ import dataclasses
 import os
 import pathlib
 import signal
-import threading
 import time
 import uuid
 
@@ -72,7 +72,7 @@ def _v1_base(hierarchy: pathlib.Path, controller: str) -> pathlib.Path:
 class Freezer:
     """The freezer of one job's cgroup: v2's ``cgroup.freeze`` (its state read in ``cgroup.events``) or v1's
     ``freezer.state``, the one file it holds. A value: pickled, it freezes and thaws the same job from another process
-    (the grader's timer). It does not know whether the job has ended; `Cgroup.freeze` does."""
+    (the grader's timer). It does not know whether the job has ended: the judge holding it does."""
 
     file: pathlib.Path
 
@@ -163,8 +163,6 @@ class Cgroup:
         self.missing: list[str] = []
         self.freeze_file: pathlib.Path | None = None
         self.moved: list[int] = []  # processes moved out of the delegated group so controllers could be enabled (v2)
-        self.ended = False  # `remove` ran: nothing of the job runs, and freezing or thawing it is nothing to do
-        self._changing = threading.RLock()  # one freeze, thaw or removal at a time (another job's judge may pause this one)
         if (self.root / "cgroup.controllers").exists():
             self._v2(limits, base)
         elif any((self.root / controller).is_dir() for controller in V1_CONTROLLERS):
@@ -180,7 +178,6 @@ class Cgroup:
         group.folders, group.kind, group.limited, group.missing, group.moved = [folder], kind, [], [], []
         file = folder / ("cgroup.freeze" if kind == "v2" else "freezer.state")
         group.freeze_file = file if file.exists() else None
-        group.ended, group._changing = False, threading.RLock()
         return group
 
     # -- setting up --------------------------------------------------------------------------------------------------
@@ -338,22 +335,19 @@ class Cgroup:
         return "memory" in self.limited
 
     # -- freezing ----------------------------------------------------------------------------------------------------
-    def _set(self, frozen: bool, seconds: float) -> None:
-        with self._changing:
-            if self.ended:  # the job ended while another job's judge paused it: no process is left to stop or resume
-                return
-            freezer = self.freezer
-            if freezer is None:
-                raise FreezeFailed("this job has no cgroup freezer: its processes cannot all be stopped (see `missing`)")
-            (freezer.freeze if frozen else freezer.thaw)(seconds)
+    def _held(self) -> Freezer:
+        freezer = self.freezer
+        if freezer is None:
+            raise FreezeFailed("this job has no cgroup freezer: its processes cannot all be stopped (see `missing`)")
+        return freezer
 
     def freeze(self, seconds: float = FREEZE_SECONDS) -> None:
-        """`Freezer.freeze`, one freeze, thaw or removal at a time; nothing once the job has ended (`remove`)."""
-        self._set(True, seconds)
+        """`Freezer.freeze` of this job's freezer (`FreezeFailed` where none holds)."""
+        self._held().freeze(seconds)
 
     def thaw(self, seconds: float = FREEZE_SECONDS) -> None:
         """`Freezer.thaw`, likewise."""
-        self._set(False, seconds)
+        self._held().thaw(seconds)
 
     # -- ending ------------------------------------------------------------------------------------------------------
     def out_of_memory(self) -> bool:
@@ -368,15 +362,13 @@ class Cgroup:
 
     def remove(self) -> None:
         """Kill every process of the job (v2: cgroup.kill, then SIGKILL to whatever is left) and remove its groups. Our
-        parent group stays: another job may be starting in it. Once it has begun, freezing or thawing the job does nothing
-        (`ended`), so another job's judge pausing this one as it ends neither stops the removal nor writes a note."""
-        with self._changing:
-            if self.freeze_file is not None:
-                try:
-                    self.thaw()  # a frozen task cannot die (v1)
-                except FreezeFailed:
-                    pass
-            self.ended = True
+        parent group stays: another job may be starting in it. The judge timing this job has dropped its freezer before
+        (`tfperf_lab.isolation.sandbox.run` calls ``use_freezer(None, None)`` first), so no one pauses it meanwhile."""
+        if self.freeze_file is not None:
+            try:
+                self.thaw()  # a frozen task cannot die (v1)
+            except FreezeFailed:
+                pass
         for folder in self.folders:
             if (folder / "cgroup.kill").exists():
                 try:
