@@ -73,6 +73,14 @@ class GradingConfig:
     skip_demonstrations: bool = dataclasses.field(default=True, metadata={
         "help": "leave out the demonstrations no answer or test reads (tfperf_lab.course.skipping): a graded run's "
                 "outputs then show them as not run", "trait": "SandboxedExecute"})
+    submission_bytes: int = dataclasses.field(default=20 * 2**20, metadata={
+        "help": "largest notebook file a submission may be: a larger one is refused, before anything of it runs"})
+    executed_bytes: int = dataclasses.field(default=64 * 2**20, metadata={
+        "help": "largest executed notebook read back out of the sandbox (a larger one: the row says so)"})
+    reference_seconds: float = dataclasses.field(default=600.0, metadata={
+        "help": "seconds the grader's reference process may take to reach a speed check (its fixture cells run meanwhile)"})
+    zygote_seconds: float = dataclasses.field(default=120.0, metadata={
+        "help": "seconds the warm reference process may take to import TensorFlow and say it is ready, on a busy machine"})
     cores_per_pinned_worker: int = dataclasses.field(default=2, metadata={
         "help": "cores each worker gets on a machine of 4 cores or more (its sandbox, reference process and timer run "
                 "there and measure without pausing anyone)"})

@@ -22,7 +22,7 @@ from traitlets import Bool
 from ..course import config
 from ..isolation import outputs
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = config.DEFAULTS.submission_bytes
 MAX_DEPTH = 64
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,63}$")
 

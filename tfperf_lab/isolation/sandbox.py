@@ -32,13 +32,12 @@ import threading
 import time
 import uuid
 
-from ..course.config import DATA_VARIABLE, GRADER_VARIABLE, OFFLINE_VARIABLE, RECORD_VARIABLE, ROLE_VARIABLE
+from ..course.config import DATA_VARIABLE, DEFAULTS, GRADER_VARIABLE, OFFLINE_VARIABLE, RECORD_VARIABLE, ROLE_VARIABLE
 from .backends import INSIDE, Backend
 from .cgroups import Cgroup, sweep_stale
 from .contract import Limits, Outcome, Watcher
 
 RUNNER = "tfperf_lab.isolation.runner"
-EXECUTED_LIMIT = 64 * 1024 * 1024  # bytes of executed notebook read back
 RECORDS_LIMIT = 4 * 1024 * 1024
 _SWEPT = threading.Event()  # stale groups are swept once per grading process, before its first job
 
@@ -216,7 +215,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
         except ProcessLookupError:
             pass
     log = (output or b"").decode("utf-8", "replace")[-20000:]
-    executed = _read_back(job / "out" / "executed.ipynb", EXECUTED_LIMIT)
+    executed = _read_back(job / "out" / "executed.ipynb", DEFAULTS.executed_bytes)
     records = _read_back(job / "out" / "records.jsonl", RECORDS_LIMIT)
     timings = _read_back(job / "out" / "timings.json", 4096)
     shutil.rmtree(job, ignore_errors=True)

@@ -50,7 +50,7 @@ from tfperf.report import Record
 
 from ..course import notebook
 from ..course import scratch
-from ..course.config import GRADER_VARIABLE, RECORD_VARIABLE, ROLE_VARIABLE
+from ..course.config import DEFAULTS, GRADER_VARIABLE, RECORD_VARIABLE, ROLE_VARIABLE
 from ..isolation import cgroups
 from ..isolation.contract import Freezing, Watcher
 from . import TECHNIQUE, timer, zygote
@@ -60,7 +60,6 @@ from .timer import Failed, Side
 
 HELLO_SECONDS = 30.0
 PROGRESS_SECONDS = 10.0
-REFERENCE_SECONDS = 600.0  # the reference reaching a check: its fixture cells run meanwhile
 
 
 # Jobs without cores of their own measure one at a time in this process: while such a judge times its two sides, every
@@ -335,7 +334,7 @@ class Judge(Watcher):
         return None
 
     def _reference_side(self, name: str) -> Side | None:
-        deadline = time.monotonic() + REFERENCE_SECONDS
+        deadline = time.monotonic() + DEFAULTS.reference_seconds
         with self._ready:
             while name not in self._waiting:
                 if self._closed or time.monotonic() > deadline or (self._reference and self._reference.poll() is not None):

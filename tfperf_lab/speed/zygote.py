@@ -38,11 +38,10 @@ import time
 import traceback
 
 from ..course import scratch
-from ..course.config import GRADER_VARIABLE, ROLE_VARIABLE
+from ..course.config import DEFAULTS, GRADER_VARIABLE, ROLE_VARIABLE
 
 PREIMPORTED = ("numpy", "tensorflow", "IPython.core.interactiveshell")
 PER_JUDGE = ("HOME", "TMPDIR", "MPLCONFIGDIR", GRADER_VARIABLE, ROLE_VARIABLE)
-READY_SECONDS = 120.0  # the zygote's own imports, on a busy machine
 FOLDER_PREFIX = "tfperf-zygote-"
 
 
@@ -170,7 +169,7 @@ class _Zygote:
         self.lock = threading.Lock()
         self.process = subprocess.Popen([sys.executable, "-I", "-m", "tfperf_lab.speed.zygote"], env=own, cwd=home,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-        if self._line(READY_SECONDS) != "ready":
+        if self._line(DEFAULTS.zygote_seconds) != "ready":
             self.close()
             raise Unavailable("the zygote did not start")
 
