@@ -93,9 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{lesson.id}: plain {m['plain']:.1f} s, check {m['check']:.1f} s ({row['ratio']['check']:.2f}x, "
               f"+{row['extra']['check']:.1f} s), grade {m['grade']:.1f} s ({row['ratio']['grade']:.2f}x, +{row['extra']['grade']:.1f} s)")
         print("   one check, by stage: " + ", ".join(f"{name} {value:.1f} s" for name, value in row["stages"].items()))
-    if args.out:
-        summary = {"date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), "rows": rows}
-        pathlib.Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    if args.out:  # the lessons measured now replace their rows; the others keep theirs, each row with its own date
+        out = pathlib.Path(args.out)
+        earlier = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {"rows": []}
+        today = datetime.date.today().isoformat()
+        for row in earlier["rows"]:
+            row.setdefault("date", earlier.get("date"))
+        measured = {row["lesson"] for row in rows}
+        merged = [row for row in earlier["rows"] if row["lesson"] not in measured] + [row | {"date": today} for row in rows]
+        summary = {"cpu_count": os.cpu_count(), "rows": sorted(merged, key=lambda row: row["lesson"])}
+        out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -89,7 +89,7 @@ def test_the_graders_own_timing_costs_at_most_20_percent_more_grading_time_than_
     its workload in the same issue: its plain run grew as much as its check)."""
     now = json.loads(readme.overhead_file(COURSE).read_text(encoding="utf-8"))
     then = json.loads(readme.overhead_before_file(COURSE).read_text(encoding="utf-8"))
-    assert now["date"] > then["date"], "measure the grading with the judge: python benchmarks/grading_overhead.py --out docs/benchmarks/grading-overhead.json"
+    assert min(row["date"] for row in now["rows"]) > then["date"], "measure the grading with the judge: python benchmarks/grading_overhead.py --out docs/benchmarks/grading-overhead.json"
     before = {row["lesson"]: row for row in then["rows"]}
     grown = {row["lesson"]: row["ratio"]["check"] / before[row["lesson"]]["ratio"]["check"] for row in now["rows"]}
     assert grown and all(value <= 1.20 for value in grown.values()), grown

@@ -206,16 +206,16 @@ def overhead_block(course: Course, folder: pathlib.Path | None = None) -> str:
     """What grading costs beyond running the notebook, per lesson (benchmarks/grading_overhead.py)."""
     path = (folder / overhead_file(course).name) if folder else overhead_file(course)
     summary = json.loads(path.read_text(encoding="utf-8"))
-    rounds = summary["rows"][0]["rounds"]
-    lines = [f"Measured on {summary['date']}, {summary['cpu_count']} cores, reference solutions, medians of "
-             f"{rounds} paired round{'s' if rounds != 1 else ''} in rotating order:", "",
-             "| lesson | plain execution | `check` | `grade`, 1 worker | `check` - plain | `grade` - plain | one `check` by stage |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"Measured on {summary['cpu_count']} cores, reference solutions, medians of paired rounds in rotating order "
+             "(each lesson's date and rounds in its row):", "",
+             "| lesson | measured | rounds | plain execution | `check` | `grade`, 1 worker | `check` - plain | `grade` - plain | "
+             "one `check` by stage |", "|---|---|---|---|---|---|---|---|---|"]
     for row in summary["rows"]:
         m, extra = row["median"], row["extra"]
         stages = ", ".join(f"{name} {value:.1f} s" for name, value in row["stages"].items())
-        lines.append(f"| {row['lesson'][:2]} | {m['plain']:.1f} s | {m['check']:.1f} s ({row['ratio']['check']:.2f}x) | "
-                     f"{m['grade']:.1f} s ({row['ratio']['grade']:.2f}x) | {extra['check']:+.1f} s | {extra['grade']:+.1f} s | {stages} |")
+        lines.append(f"| {row['lesson'][:2]} | {row.get('date', summary.get('date'))} | {row['rounds']} | {m['plain']:.1f} s | "
+                     f"{m['check']:.1f} s ({row['ratio']['check']:.2f}x) | {m['grade']:.1f} s ({row['ratio']['grade']:.2f}x) | "
+                     f"{extra['check']:+.1f} s | {extra['grade']:+.1f} s | {stages} |")
     return "\n".join(lines)
 
 
