@@ -100,16 +100,17 @@ def cmd_grade(args) -> int:
     said = doctor.warning(state)
     if said:
         print(said, file=sys.stderr)
+    config = GradingConfig.from_options(args)
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
-                              config=GradingConfig.from_options(args), workers=args.workers or batch.DEFAULT_WORKERS,
+                              config=config, workers=args.workers or batch.DEFAULT_WORKERS,
                               force=args.force, cluster=args.cluster, cluster_timeout=args.cluster_timeout)
     except ClusterUnavailable as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
     for result in results:
         print("\n".join(result.lines()))
-    if GradingConfig.from_options(args).backend == "none":
+    if config.backend == "none":
         print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
           f"class page: {work.root / 'class' / 'index.html'}")

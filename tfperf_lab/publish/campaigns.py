@@ -50,6 +50,14 @@ def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathli
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
+def measures_today(row: dict, sources: dict[str, dict]) -> bool:
+    """Whether a campaign row measured today's check (its fingerprint, `notebook.check_fingerprint`, which names the
+    decision rule) of a lesson in ``sources`` (lesson id -> its source notebook)."""
+    from ..course import notebook
+
+    return row["lesson"] in sources and row.get("check_source") == notebook.check_fingerprint(sources[row["lesson"]], row["cell"])
+
+
 def load_campaigns(folder: pathlib.Path) -> list[dict]:
     """Every campaign under FOLDER; an unoptimized answer's rows only for the speed checks its exercise has."""
     targets = {(variant.lesson, variant.name): set(variant.loses) for variant in variants.VARIANTS}

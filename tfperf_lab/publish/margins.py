@@ -15,7 +15,7 @@ import pathlib
 
 import numpy as np
 
-from ..course import Course, notebook
+from ..course import Course
 from ..speed import replay
 from . import campaigns
 
@@ -70,10 +70,8 @@ def collect(course: Course, places: list[pathlib.Path] | None = None) -> list[Ma
         for campaign in campaigns.load_campaigns(folder):
             machine = machine_of(campaign)
             for row in campaign["rows"]:
-                if row["answer"] != "reference" or not row.get("gradings") or row["lesson"] not in sources:
+                if row["answer"] != "reference" or not row.get("gradings") or not campaigns.measures_today(row, sources):
                     continue
-                if row.get("check_source") != notebook.check_fingerprint(sources[row["lesson"]], row["cell"]):
-                    continue  # measured another check, fixture or rule
                 for name, check in replay.check_settings(sources[row["lesson"]], row["cell"]).items():
                     thresholds[(row["lesson"], name)] = check.threshold
                     for recorded in row["gradings"]:

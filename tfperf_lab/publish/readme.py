@@ -171,15 +171,13 @@ def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     answer and load (`tfperf_lab.speed.replay`); only rows measured under today's rule and check."""
     from tfperf import stats
 
-    from ..course import notebook
     from ..speed import replay
     from . import campaigns
 
     sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
     found = []
     for campaign in campaigns.load_campaigns(folder or flake_folder(course)):
-        rows = [r for r in campaign["rows"] if r.get("gradings") and r.get("rule") == stats.RULE and r["lesson"] in sources
-                and r.get("check_source") == notebook.check_fingerprint(sources[r["lesson"]], r["cell"])]
+        rows = [r for r in campaign["rows"] if r.get("gradings") and r.get("rule") == stats.RULE and campaigns.measures_today(r, sources)]
         if rows:
             found.append(campaign | {"rows": rows})
     rows = replay.replay(found, sources)
