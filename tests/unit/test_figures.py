@@ -3,6 +3,7 @@ a claim or a definition (`tfperf_lab.course.figures`); the runs behind them are 
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -118,6 +119,22 @@ def test_a_run_of_other_code_does_not_count(tmp_path, monkeypatch):
     (folder / "a.json").write_text(json.dumps(run))
     monkeypatch.setattr(ranges, "runs_folder", lambda course: tmp_path / "docs" / "runs")
     assert ranges.current_runs(COURSE) == {}
-    run["code"]["03_tf_function"] = ranges.fingerprints(COURSE)["03_tf_function"]
+    (run["code"]["03_tf_function"],) = ranges.fingerprints(COURSE)["03_tf_function"]
     (folder / "a.json").write_text(json.dumps(run))
     assert len(ranges.current_runs(COURSE)["full"]["03_tf_function"]) == 1
+
+
+def test_a_run_at_an_earlier_threshold_named_by_the_cell_still_counts_and_no_other_change_does():
+    """A lowered threshold decides grades, not what the lesson measures: a run made at the threshold a speed test cell
+    names in ``metadata.tfperf.threshold_was`` keeps counting; the same claim over code that changed otherwise does not."""
+    nb = COURSE.lesson("03_tf_function").source_notebook()
+    (cell_id, *_) = notebook.speed_checks(nb)
+    (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
+    before = notebook.code_fingerprint(nb)
+    assert notebook.code_fingerprints(nb) == {before}
+    today = float(re.findall(r"threshold=([0-9.]+)", notebook.source(cell))[0])
+    cell["source"] = notebook.at_threshold(notebook.source(cell), today / 2)  # lowered
+    cell.setdefault("metadata", {}).setdefault("tfperf", {})[notebook.THRESHOLD_WAS] = [today]
+    assert before in notebook.code_fingerprints(nb) and notebook.code_fingerprint(nb) != before
+    cell["source"] = notebook.source(cell) + "\n# and something else"
+    assert before not in notebook.code_fingerprints(nb)

@@ -95,36 +95,76 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
     return checks
 
 
-def check_fingerprint(nb: dict, cell_id: str) -> str:
+def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None) -> str:
     """What a speed check's verdict depends on in the instructor's source, as a short hash: the check's test cell and the
     cells the reference process runs before it (tagged ``speed-fixture``), less the stamped setup cell (it only imports
     the course), and the decision rule's version (`tfperf.stats.RULE`). A flake campaign keeps it per row, so a
-    campaign measured before the check, its fixture or the rule changed shows as stale (tests/unit/test_flake_records.py)."""
+    campaign measured before the check, its fixture or the rule changed shows as stale (tests/unit/test_flake_records.py).
+
+    ``threshold``: the hash the check had when its threshold was this and nothing else differed (`at_threshold`). A row
+    measured at another threshold matches it exactly when only the threshold changed since; its kept rounds can then be
+    decided again at today's (`tfperf_lab.speed.replay.at_threshold`)."""
     import hashlib
 
     from tfperf.stats import RULE
 
-    parts = [f"rule {RULE}"] + [source(cell) for cell in nb["cells"]
+    def text(cell: dict) -> str:
+        return at_threshold(source(cell), threshold) if threshold is not None and cell.get("id") == cell_id else source(cell)
+
+    parts = [f"rule {RULE}"] + [text(cell) for cell in nb["cells"]
              if cell.get("id") == cell_id or (FIXTURE_TAG in cell.get("metadata", {}).get("tags", []) and cell.get("id") != "setup")]
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 
-def code_fingerprint(nb: dict) -> str:
+def at_threshold(text: str, value: float) -> str:
+    """A speed test cell's source as it read with threshold ``value``: its one ``threshold=`` literal (written as Python
+    prints the float, ``threshold=1.3``, ``threshold=2.0``) and the ``1.3x`` its docstring names. Only a hash compares
+    the result (`check_fingerprint`), so a cell written any other way reads as a different check, never as the same."""
+    found = re.findall(r"threshold=([0-9.]+)", text)
+    if len(found) != 1:
+        return text
+    today = float(found[0])
+    text = text.replace(f"threshold={found[0]}", f"threshold={float(value)!r}")
+    return re.sub(rf"(?<![0-9.]){re.escape(f'{today:g}')}x\b", f"{float(value):g}x", text)
+
+
+def code_fingerprint(nb: dict, *, earlier: dict[str, float] | None = None) -> str:
     """What a lesson's recorded runs depend on in its source, as a short hash: every code cell, less the stamped shared
     cells (they only import the course and summarise the tests). A kept run (`tfperf_lab.publish.ranges`) carries it
     per lesson; a run whose lesson's code changed since no longer counts for the ranges and figures lessons quote. The
-    decision rule's version (`tfperf.stats.RULE`) is part of it: the words a figure quotes are the rule's."""
+    decision rule's version (`tfperf.stats.RULE`) is part of it: the words a figure quotes are the rule's. ``earlier``:
+    speed test cell -> the threshold it had before (`code_fingerprints`)."""
     import hashlib
 
     from tfperf.stats import RULE
 
     shared = {"setup", "self-check"}
-    parts = [f"rule {RULE}"] + [source(cell) for cell in nb["cells"] if cell.get("cell_type") == "code" and cell.get("id") not in shared]
+    earlier = earlier or {}
+
+    def text(cell: dict) -> str:
+        return at_threshold(source(cell), earlier[cell["id"]]) if cell.get("id") in earlier else source(cell)
+
+    parts = [f"rule {RULE}"] + [text(cell) for cell in nb["cells"] if cell.get("cell_type") == "code" and cell.get("id") not in shared]
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 
+THRESHOLD_WAS = "threshold_was"
+
+
+def code_fingerprints(nb: dict) -> set[str]:
+    """Every fingerprint a run of the lesson's code as it is today may carry: today's, and one per threshold a speed
+    test cell names in ``metadata.tfperf.threshold_was`` (its earlier thresholds, nothing else changed). A threshold
+    decides a grade, not what the lesson measures, so a lowered one keeps the kept runs; the hash still refuses a
+    run whose code differed in anything else."""
+    found = {code_fingerprint(nb)}
+    for cell in nb["cells"]:
+        for value in tfperf_meta(cell).get(THRESHOLD_WAS, []):
+            found.add(code_fingerprint(nb, earlier={cell["id"]: float(value)}))
+    return found
+
+
 def tfperf_meta(cell: dict) -> dict:
-    """A cell's ``metadata.tfperf`` (the course's own keys: ``review_with``, ``paid_with``), or an empty dict."""
+    """A cell's ``metadata.tfperf`` (the course's own keys: ``review_with``, ``paid_with``, ``threshold_was``), or an empty dict."""
     meta = cell.get("metadata", {})
     found = meta.get("tfperf", {}) if isinstance(meta, dict) else {}
     return found if isinstance(found, dict) else {}

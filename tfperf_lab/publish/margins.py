@@ -60,7 +60,8 @@ def folders(course: Course) -> list[pathlib.Path]:
 
 
 def collect(course: Course, places: list[pathlib.Path] | None = None) -> list[Margin]:
-    """Every speed check's reference margin on every machine that graded today's check with its rounds kept."""
+    """Every speed check's reference margin on every machine that graded today's check (at any threshold: the
+    reference's ratios do not depend on it) with its rounds kept."""
     sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
     found: dict[tuple[str, str, str], list[float]] = {}
     thresholds: dict[tuple[str, str], float] = {}
@@ -70,7 +71,7 @@ def collect(course: Course, places: list[pathlib.Path] | None = None) -> list[Ma
         for campaign in campaigns.load_campaigns(folder):
             machine = machine_of(campaign)
             for row in campaign["rows"]:
-                if row["answer"] != "reference" or not row.get("gradings") or not campaigns.measures_today(row, sources):
+                if row["answer"] != "reference" or not row.get("gradings") or not campaigns.measures_today(row, sources, any_threshold=True):
                     continue
                 for name, check in replay.check_settings(sources[row["lesson"]], row["cell"]).items():
                     thresholds[(row["lesson"], name)] = check.threshold

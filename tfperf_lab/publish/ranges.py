@@ -57,9 +57,10 @@ def keep(course: Course, report_json: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def fingerprints(course: Course) -> dict[str, str]:
-    """Each lesson's code fingerprint today (`tfperf_lab.course.notebook.code_fingerprint`)."""
-    return {lesson.id: notebook.code_fingerprint(notebook.read(lesson.source)) for lesson in course.lessons}
+def fingerprints(course: Course) -> dict[str, set[str]]:
+    """Each lesson's code fingerprints today (`tfperf_lab.course.notebook.code_fingerprints`: its code, at today's
+    thresholds or earlier ones)."""
+    return {lesson.id: notebook.code_fingerprints(notebook.read(lesson.source)) for lesson in course.lessons}
 
 
 def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
@@ -69,7 +70,7 @@ def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
     for path in sorted(runs_folder(course).glob("*/*.json")):
         run = json.loads(path.read_text(encoding="utf-8"))
         for lesson, records in run["lessons"].items():
-            if run.get("code", {}).get(lesson) == today.get(lesson):
+            if run.get("code", {}).get(lesson) in today.get(lesson, set()):
                 found.setdefault(run["profile"], {}).setdefault(lesson, []).append(records)
     return found
 

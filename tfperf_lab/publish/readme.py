@@ -168,7 +168,8 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
 
 def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     """The campaigns that kept their rounds, decided again under the shipped rule and simulated 10,000 times per check,
-    answer and load (`tfperf_lab.speed.replay`); only rows measured under today's rule and check."""
+    answer and load (`tfperf_lab.speed.replay`); only rows measured under today's rule and check, at
+    its threshold or another (`campaigns.measures_today`), all decided at today's."""
     from tfperf import stats
 
     from ..speed import replay
@@ -177,7 +178,7 @@ def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
     found = []
     for campaign in campaigns.load_campaigns(folder or flake_folder(course)):
-        rows = [r for r in campaign["rows"] if r.get("gradings") and r.get("rule") == stats.RULE and campaigns.measures_today(r, sources)]
+        rows = [r for r in campaign["rows"] if r.get("gradings") and r.get("rule") == stats.RULE and campaigns.measures_today(r, sources, any_threshold=True)]
         if rows:
             found.append(campaign | {"rows": rows})
     rows = replay.replay(found, sources)

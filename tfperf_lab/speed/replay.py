@@ -112,6 +112,13 @@ def _needed_table(rule: str, alpha: float, length: int) -> np.ndarray:
 def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
          min_span: float) -> np.ndarray:
     """The rule's loop on many sequences at once (rows): True where it passed, False where it failed or ran out."""
+    return _loop(ratios, seconds, kept, check, rule, min_span)[0]
+
+
+def _loop(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
+          min_span: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rule's loop on many sequences at once (rows): where it passed, and where it stopped at all (a decision, the
+    budget or the round limit) before the rounds ran out."""
     if ratios.ndim == 1:
         ratios, seconds, kept = ratios[None], seconds[None], kept[None]
     rows, length = ratios.shape
@@ -128,15 +135,43 @@ def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check
     out_of_time = spent > check.budget
     looked = (np.arange(length)[None] + 1 >= least) & (count >= fewest) & ((count >= least) | out_of_time)
     stops = looked & (((span >= min_span) & ((above >= need) | (below >= need))) | out_of_time)
-    stops[:, min(length, check.max_rounds) - 1:] |= looked[:, min(length, check.max_rounds) - 1:]
+    if length >= check.max_rounds:  # the round limit; a recorded grading that ends before it just ends (undecided)
+        stops[:, check.max_rounds - 1:] |= looked[:, check.max_rounds - 1:]
     first = np.where(stops.any(axis=1), stops.argmax(axis=1), -1)
     index = np.arange(rows)
-    return (first >= 0) & (above[index, first] >= need[index, first])
+    return (first >= 0) & (above[index, first] >= need[index, first]), first >= 0
+
+
+def outcome(grading: Grading, check: Check, *, rule: str = stats.RULE, min_span: float = MIN_SPAN) -> bool | None:
+    """Whether ``grading``'s recorded rounds pass ``check`` under ``rule``, or None when they end before the rule stops:
+    the record cannot say what the real check, which would have timed more rounds, decided. (A record decided under a
+    higher threshold and read at a lower one can end so.)"""
+    passed, stopped = _loop(grading.ratios, grading.seconds, grading.kept, check, rule, min_span)
+    return bool(passed[0]) if stopped[0] else None
 
 
 def decide(grading: Grading, check: Check, *, rule: str = stats.RULE, min_span: float = MIN_SPAN) -> bool:
     """Whether ``grading``'s recorded rounds pass ``check`` under ``rule`` (undecided when they end: a fail)."""
     return bool(_run(grading.ratios, grading.seconds, grading.kept, check, rule, min_span)[0])
+
+
+def at_threshold(row: dict, nb: dict, *, rule: str = stats.RULE) -> dict | None:
+    """A campaign row measured at another threshold of a check that has not otherwise changed, decided again at the
+    threshold the check has in ``nb`` today: the row with today's threshold and fingerprint, its passes counted again
+    and ``redecided_from`` (the threshold it was measured at). None where the record cannot say: no rounds kept or
+    another rule, more than one check in the cell, fewer gradings than runs, or a grading whose rounds end before the
+    rule stops (a threshold lowered past an unoptimized answer's recorded rounds). A real campaign at the new threshold
+    confirms what this reads (tests/unit/test_flake_records.py asks for one)."""
+    settings = check_settings(nb, row["cell"])
+    if len(settings) != 1 or not row.get("gradings") or row.get("rule") != rule:
+        return None
+    ((name, check),) = settings.items()
+    gradings = [Grading.of(g) for g in row["gradings"] if g.get("name", name) == name]
+    outcomes = [outcome(g, check, rule=rule) for g in gradings]
+    if len(gradings) < row["runs"] or None in outcomes:
+        return None
+    return row | {"threshold": check.threshold, "passed": sum(outcomes), "redecided_from": row["threshold"],
+                  "check_source": notebook.check_fingerprint(nb, row["cell"])}
 
 
 def simulate(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, virtual: int = 10_000, block: int = 5,
@@ -180,6 +215,7 @@ class Replayed:
     recorded_wrong: int
     virtual: int
     virtual_wrong: int
+    measured_at: float | None = None  # the threshold the campaign graded at, when it was another (`at_threshold`)
 
     @property
     def wrong_upper(self) -> float:
@@ -216,9 +252,14 @@ def replay(campaigns: Iterable[dict], sources: dict[str, dict], *, rule: str = s
                 should_pass = row["answer"] == "reference"
                 recorded_wrong = sum(decide(g, check, rule=rule) != should_pass for g in gradings)
                 passes = simulate(gradings, check, rule=rule, virtual=virtual, block=block, seed=seed)
+                measured_at = row.get("threshold") if row.get("threshold") not in (None, check.threshold) else None
                 out.append(Replayed(row["lesson"], row["cell"], name, row["answer"], load_of(campaign), check.threshold,
-                                    len(gradings), recorded_wrong, virtual, virtual - passes if should_pass else passes))
+                                    len(gradings), recorded_wrong, virtual, virtual - passes if should_pass else passes, measured_at))
     return out
+
+
+def _measured_at(row: Replayed) -> str:
+    return f" (graded at {row.measured_at:g}x)" if row.measured_at is not None else ""
 
 
 def table(rows: list[Replayed]) -> list[str]:
@@ -226,6 +267,6 @@ def table(rows: list[Replayed]) -> list[str]:
     lines = ["| lesson | check | answer | load | threshold | recorded: wrong / gradings | virtual: wrong / gradings | "
              "upper bound (95%) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x | {r.recorded_wrong} / {r.recorded} | "
+        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x{_measured_at(r)} | {r.recorded_wrong} / {r.recorded} | "
                      f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {r.wrong_upper:.3%} |")
     return lines
