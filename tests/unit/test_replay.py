@@ -92,3 +92,13 @@ def test_rates_come_with_their_clopper_pearson_bound():
     assert row.kind == "false fail" and row.wrong_upper == pytest.approx(1 - 0.05 ** (1 / 10_000), rel=1e-6)
     assert row.wrong_upper < 0.001
     assert replay.RULES[stats.RULE] is stats.needed
+
+
+def test_an_answer_the_cell_s_deterministic_checks_stop_every_time_is_no_timing_error():
+    from tfperf_lab.speed import replay as replay_module
+
+    timing_passed = [{"passed": True}] * 20
+    assert replay_module.stopped_elsewhere({"answer": "eager_sgd_step", "passed": 0}, timing_passed)
+    assert not replay_module.stopped_elsewhere({"answer": "reference", "passed": 0}, timing_passed)
+    assert not replay_module.stopped_elsewhere({"answer": "eager_sgd_step", "passed": 1}, timing_passed)  # a grade it kept: counted
+    assert not replay_module.stopped_elsewhere({"answer": "slow", "passed": 0}, [{"passed": True}] * 19 + [{"passed": False}])

@@ -184,8 +184,12 @@ def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     rows = replay.replay(found, sources)
     if not rows:
         return f"No campaign under rule `{stats.RULE}` has kept its rounds yet."
+    elsewhere = sorted({f"{r['lesson'][:2]} `{r['cell']}`, {r['answer'].replace('_', ' ')}" for c in found for r in c["rows"]
+                        if r.get("gradings") and replay.stopped_elsewhere(r, r["gradings"])})
+    aside = ([f"Left out: {'; '.join(elsewhere)}. Every timing passed it and the cell's deterministic checks failed it every "
+              "time (0 points): the timing is not what stops it, so it is no error of the rule.", ""] if elsewhere else [])
     worst = max(rows, key=lambda r: r.wrong_upper)
-    return "\n".join(replay.table(rows) + ["", f"Rule `{stats.RULE}`, {len(rows)} checks x answers x loads, 10,000 virtual "
+    return "\n".join(replay.table(rows) + [""] + aside + [f"Rule `{stats.RULE}`, {len(rows)} checks x answers x loads, 10,000 virtual "
                                                f"gradings each in blocks of 5 rounds: the highest upper bound of a wrong outcome's "
                                                f"rate is {worst.wrong_upper:.3%} ({worst.lesson[:2]} `{worst.name}`, "
                                                f"{worst.answer.replace('_', ' ')}, {worst.load})."])
