@@ -1,12 +1,11 @@
 """The flake figures of docs/flake-campaigns.md: generated from the committed campaigns in docs/flake/, complete and current."""
 
 import json
-import re
 
 import pytest
 
 from tfperf_lab.grading import batch, flake
-from tfperf_lab.course import notebook
+from tfperf_lab.course import figures, notebook
 from tfperf_lab.publish import campaigns, readme
 from tfperf_lab.course import variants
 from pipeline import COURSE
@@ -15,9 +14,7 @@ SPEED_CHECKS = [(lesson.id, cell) for lesson in COURSE.lessons for cell in lesso
 
 
 def _threshold(lesson_id: str, cell_id: str) -> float:
-    (cell,) = [c for c in notebook.read(COURSE.lesson(lesson_id).source)["cells"] if c.get("id") == cell_id]
-    (value,) = re.findall(r"threshold=([0-9.]+)", "".join(cell["source"]))
-    return float(value)
+    return figures.thresholds_of(notebook.read(COURSE.lesson(lesson_id).source))[cell_id]
 
 
 FINGERPRINTS = {(lesson.id, cell): notebook.check_fingerprint(lesson.source_notebook(), cell)

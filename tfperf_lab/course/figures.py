@@ -129,7 +129,7 @@ def thresholds_of(nb: dict) -> dict[str, float]:
     found = {}
     for cell_id in notebook.speed_checks(nb):
         cell = next((c for c in nb["cells"] if c.get("id") == cell_id), None)
-        values = re.findall(r"threshold=([0-9.]+)", notebook.source(cell)) if cell else []
+        values = notebook.THRESHOLD.findall(notebook.source(cell)) if cell else []
         if values:
             found[cell_id] = float(values[0])
     return found

@@ -116,11 +116,14 @@ def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None)
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 
 
+THRESHOLD = re.compile(r"threshold=([0-9.]+)")  # a speed test cell's threshold, as its source writes it
+
+
 def at_threshold(text: str, value: float) -> str:
     """A speed test cell's source as it read with threshold ``value``: its one ``threshold=`` literal (written as Python
     prints the float, ``threshold=1.3``, ``threshold=2.0``) and the ``1.3x`` its docstring names. Only a hash compares
     the result (`check_fingerprint`), so a cell written any other way reads as a different check, never as the same."""
-    found = re.findall(r"threshold=([0-9.]+)", text)
+    found = THRESHOLD.findall(text)
     if len(found) != 1:
         return text
     today = float(found[0])

@@ -73,7 +73,7 @@ def at_todays_thresholds(campaigns: list[dict], sources: dict[str, dict]) -> lis
     from ..speed import replay
 
     def today(row: dict) -> dict:
-        if row["lesson"] not in sources or measures_today(row, sources) or not measures_today(row, sources, any_threshold=True):
+        if measures_today(row, sources) or not measures_today(row, sources, any_threshold=True):
             return row
         return replay.at_threshold(row, sources[row["lesson"]]) or row
 
