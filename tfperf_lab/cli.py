@@ -305,7 +305,8 @@ def cmd_flake(args) -> int:
     course = _course(args)
     if args.docs:
         print(readme.update(course, "flake"))
-        print(f"{readme.PAGES['flake']}: flake block regenerated from {readme.flake_folder(course)}")
+        readme.update(course, "checks")
+        print(f"{readme.PAGES['flake']}: flake block, {readme.PAGES['checks']}: checks block, regenerated from {readme.flake_folder(course)}")
         return 0
     rows = flake.measure(course, args.lessons or None, runs=args.runs, hogs=args.hog, workers=args.workers, with_variants=args.variants,
                          bursts=args.burst)
