@@ -190,6 +190,7 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
         if not (campaign["hogs"] or campaign.get("bursts")):
             continue
         for row in campaign["rows"]:
+            # the fingerprint names the rule; a row no comparison decided (a forged record, refused) names none
             if row.get("rule") == stats.RULE and campaigns.measures_today(row, sources, any_threshold=True):
                 found.setdefault((row["lesson"], row["cell"]), []).append((load_of(campaign), row))
     loads = sorted({load for rows in found.values() for load, _ in rows})
@@ -218,8 +219,9 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
                 cells.append(", ".join(f"{r['speedup_median']:.2f}x ({r['ci_low_min']:.2f}{at(r, today)})" for r in reference)
                              or "not yet measured under the rule")
             unoptimized = [(l, r) for l, r in rows if r["answer"] != "reference"]
-            timed = [(l, r) for l, r in unoptimized if not replay.stopped_elsewhere(r, r.get("gradings") or [{}])]
-            elsewhere = sorted({r["answer"].replace("_", " ") for l, r in unoptimized if (l, r) not in timed})
+            stopped = lambda r: bool(r.get("gradings")) and replay.stopped_elsewhere(r, r["gradings"])  # noqa: E731
+            timed = [(l, r) for l, r in unoptimized if not stopped(r)]
+            elsewhere = sorted({r["answer"].replace("_", " ") for _, r in unoptimized if stopped(r)})
             if unoptimized:
                 answers = len({r["answer"] for _, r in unoptimized})
                 slow = f"{sum(r['passed'] for _, r in unoptimized)} / {sum(r['runs'] for _, r in unoptimized)} of {answers} answer{'s' if answers > 1 else ''}"
