@@ -206,7 +206,8 @@ class WorkFolder:
     """Everything a grading run writes, and the one place its paths are built.
 
     ``submitted/<student>/<lesson>/`` (staged copies), ``autograded/`` and ``feedback/`` (nbgrader's), ``gradebook.db``,
-    ``state/`` (what was graded from which file, for resuming), ``review/`` (review decisions), ``logs/``, ``release/`` (the student versions nbgrader
+    ``state/`` (what was graded from which file, for resuming), ``review/`` (review decisions), ``faults/`` (the
+    grading machine's faults per file), ``logs/``, ``release/`` (the student versions nbgrader
     generated for this gradebook), ``sandbox/`` (each submission's disposable folders) and ``grades.csv``.
     """
 
@@ -270,6 +271,10 @@ class WorkFolder:
     def decision(self, student: str, lesson_id: str) -> pathlib.Path:
         """A person's review decision on a submission (`tfperf_lab.grading.decisions`)."""
         return self.root / "review" / student / f"{lesson_id}.json"
+
+    def faults(self, student: str, lesson_id: str) -> pathlib.Path:
+        """The grading machine's faults on one submission's file (`tfperf_lab.grading.batch.remember_fault`)."""
+        return self.root / "faults" / student / f"{lesson_id}.json"
 
     def log(self, student: str, lesson_id: str) -> pathlib.Path:
         return self.root / "logs" / f"{student}-{lesson_id}.log"

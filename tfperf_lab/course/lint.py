@@ -51,7 +51,7 @@ def grade_metadata(nb: dict) -> list[str]:
 
 def _parse(source: str) -> list:
     try:
-        return ast.parse(source).body
+        return notebook.parse(source).body
     except SyntaxError:
         return []
 
@@ -75,7 +75,7 @@ def test_cells(nb: dict) -> list[str]:
         where = f"test cell {i} ({meta.get('grade_id')})"
         source = notebook.source(cell)
         try:
-            body = ast.parse(source).body
+            body = notebook.parse(source).body
         except SyntaxError as error:
             problems.append(f"{where}: syntax error {error}")
             continue

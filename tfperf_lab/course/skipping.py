@@ -50,7 +50,7 @@ class _Cell:
         self.modules: set[str] = set()
         self.opaque = False
         try:
-            tree = ast.parse(text)
+            tree = notebook.parse(text)
         except SyntaxError:
             self.opaque = True
             return

@@ -54,6 +54,17 @@ def first_error(log: str) -> str | None:
     return None
 
 
+def raised(log: str) -> str | None:
+    """The exception that made nbgrader fail, from the first traceback it logged: ``"SystemError: AST constructor
+    recursion depth mismatch ..."`` (None when it logged none)."""
+    starts = [match.start() for match in _ENTRY.finditer(log)] + [len(log)]
+    for start, end in zip(starts, starts[1:]):
+        level, _, message = log[start:end].partition("] ")
+        if level[1:] in ("ERROR", "CRITICAL") and message.startswith("Traceback"):
+            return _last_line(message)[:300]
+    return None
+
+
 def _last_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[-1] if lines else "no message"
@@ -84,13 +95,17 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
     captured = capture_log(converter)  # nbgrader reports a failed notebook by raising NbGraderException: caught there
     lines = captured.get("log", "")
     run = execute.RunReport.read(files) or execute.RunReport(backend=config.backend)
-    problem = run.problem
-    if not captured["success"] and problem is None:
-        problem = first_error(lines) or f"nbgrader failed: {_last_line(captured.get('error'))}"
+    problem, machine = run.problem, list(run.machine)
+    if not captured["success"] and problem is None and not machine:
+        # nbgrader failed, and not on the notebook (it ran, or never got to run, and came back well formed): nbgrader's
+        # pipeline or our code around it failed on the host. The machine's fault: the next plain `grade` grades it again.
+        failed = raised(lines) or first_error(lines) or _last_line(captured.get("error"))
+        machine = [f"the grader failed on the host, not on the notebook ({failed})"]
+        problem = machine[0]
     return Execution(
         seconds=time.monotonic() - began, finished=captured["success"] and problem is None, problem=problem, backend=run.backend or config.backend,
         records=files.records.read_text(encoding="utf-8") if files.records.exists() else "",
         log=lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
         sandbox=run.seconds, inside=run.inside or {},
         verdicts=files.verdicts.read_text(encoding="utf-8") if run.judged and files.verdicts.exists() else "",
-        judged=run.judged, judge_notes=list(run.judge_notes), attempts=run.attempts, warnings=list(run.warnings), machine=list(run.machine))
+        judged=run.judged, judge_notes=list(run.judge_notes), attempts=run.attempts, warnings=list(run.warnings), machine=machine)

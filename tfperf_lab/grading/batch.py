@@ -23,6 +23,7 @@ import warnings
 from nbgrader.api import Gradebook
 
 from . import autograde, classpage, decisions, job, score, settings, stage
+from .execute import grader_failed
 from . import untrusted
 from ..course.config import DEFAULTS, GradingConfig
 from ..course import Course, WorkFolder
@@ -114,11 +115,53 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, conf
         work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
     else:
         save_state(work, staged, result)
+    remember_fault(work, staged, result)
     result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
                      "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
                      "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),
                      "score": scored - executed, "feedback and state": time.monotonic() - scored}
     return result
+
+
+TWICE = "the grader failed on this file twice the same way"
+
+
+def remember_fault(work: WorkFolder, staged: stage.Staged, result: SubmissionResult) -> None:
+    """Keep the grading machine's faults per file (``WORK/faults/<student>/<lesson>.json``): a file on which the grader
+    fails the same way a second time is said to need a person (`TWICE`; `tfperf-lab review` lists it), never left as a
+    silent retry; still the machine's row, graded again by the next plain `grade`. A grading with no fault forgets them."""
+    path = work.faults(staged.student, staged.lesson.id)
+    if not result.machine:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    what = "; ".join(result.machine)
+    earlier = saved.get("faults", []) if saved.get("sha256") == staged.sha256 else []
+    if any(item.get("what") == what for item in earlier):
+        result.machine = [f"{TWICE} ({what}); a person should look at it: the file is kept as handed in, and the next "
+                          f"`tfperf-lab grade` tries it again"]
+    earlier.append({"what": what, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "faults": earlier[-10:]}, indent=1),
+                    encoding="utf-8")
+
+
+def grader_failures(work: WorkFolder) -> list[tuple[str, str, str]]:
+    """(student, lesson, what) of every file the grader failed on twice the same way (`remember_fault`)."""
+    found = []
+    for path in sorted((work.root / "faults").glob("*/*.json")):
+        try:
+            faults = json.loads(path.read_text(encoding="utf-8")).get("faults", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        whats = [item.get("what") for item in faults]
+        repeated = next((what for what in whats if whats.count(what) > 1), None)
+        if repeated:
+            found.append((path.parent.name, path.stem, repeated))
+    return found
 
 
 def find_submissions(folder: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
@@ -239,9 +282,12 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
         def one(staged: stage.Staged) -> SubmissionResult:
             try:
                 return grade_staged(course, work, staged, config=config, with_feedback=with_feedback, executor=executor)
-            except Exception as error:  # noqa: BLE001
-                return SubmissionResult(staged.student, staged.lesson.id, notes=staged.notes,
-                                        error=f"grading failed: {type(error).__name__}: {error}")
+            except Exception as error:  # noqa: BLE001  (the grader's own code failed: the machine's row, graded again)
+                work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
+                failed = SubmissionResult(staged.student, staged.lesson.id, notes=list(staged.notes),
+                                          machine=[grader_failed(error)])
+                remember_fault(work, staged, failed)
+                return failed
 
         futures = [pool.submit(one, staged) for staged in queued]
         for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="grading", unit="notebook",

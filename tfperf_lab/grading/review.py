@@ -147,7 +147,7 @@ def _python(source_text: str) -> ast.Module | None:
     except Exception:  # noqa: BLE001  (without IPython, plain Python)
         pass
     try:
-        return ast.parse(source_text)
+        return notebook.parse(source_text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -170,7 +170,7 @@ def course_api() -> dict[str, frozenset[str]]:
 def _declared_all(text: str) -> set[str]:
     """The names a module's ``__all__`` lists (a literal list, ``+=`` and ``.append``)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(notebook.parse(text)):
         value = None
         if isinstance(node, (ast.Assign, ast.AugAssign)) and any(
                 isinstance(t, ast.Name) and t.id == "__all__" for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):

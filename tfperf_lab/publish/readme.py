@@ -206,7 +206,7 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
         for cell_id in notebook.speed_checks(nb):
             cell = next(c for c in nb["cells"] if c.get("id") == cell_id)
             try:
-                said = (ast.get_docstring(ast.parse(notebook.source(cell))) or "").split("\n")[0]
+                said = (ast.get_docstring(notebook.parse(notebook.source(cell))) or "").split("\n")[0]
             except SyntaxError:
                 said = ""
             today = thresholds.get(cell_id)

@@ -87,7 +87,7 @@ def check_settings(nb: dict, cell_id: str) -> dict[str, Check]:
     (cell,) = [c for c in nb["cells"] if c.get("id") == cell_id]
     found = {}
     defaults = timing.CheckOptions(threshold=1.0)
-    for node in ast.walk(ast.parse(notebook.source(cell))):
+    for node in ast.walk(notebook.parse(notebook.source(cell))):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "assert_speedup":
             values = {}
             for keyword in node.keywords:
