@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import pathlib
 import sys
 import tempfile
 import time
 
-from .course.config import GradingConfig, add_options
+from .course.config import GradingConfig, add_options, escape_help
 
 GRADER_PACKAGES = ("nbgrader", "nbclient", "nbconvert", "tqdm")
 MISSING = ("tfperf-lab is the instructor's and grader's tool; it needs {missing}, which this install lacks (a learner's "
@@ -115,6 +116,10 @@ def cmd_grade(args) -> int:
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
           f"class page: {work.root / 'class' / 'index.html'}")
     faulty = [result for result in results if result.machine]
+    twice = [result for result in faulty if any(line.startswith(batch.TWICE) for line in result.machine)]
+    if twice:
+        print(f"tfperf-lab: {batch.TWICE} on {len(twice)} submission(s): " + ", ".join(f"{r.student}/{r.lesson}" for r in twice)
+              + "; `tfperf-lab review` lists them for a person", file=sys.stderr)
     if faulty:
         print(f"tfperf-lab: {len(faulty)} submission(s) not graded by the grading machine's fault (the rows say why); fix the "
               "machine and run the same command again: it grades only those", file=sys.stderr)
@@ -130,12 +135,15 @@ def cmd_review(args) -> int:
 
     course = _course(args)
     work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
-    if not (work.root / "state").is_dir():
+    if not (work.root / "state").is_dir() and not (work.root / "faults").is_dir():
         print(f"tfperf-lab: nothing was graded in {work.root} (grade first: tfperf-lab grade FOLDER --work {work.root})", file=sys.stderr)
         return 2
     chosen = args.accept or args.reject
     if not chosen:
         print("\n".join(decisions.listing(course, work)))
+        for student, lesson_id, what in batch.grader_failures(work):
+            print(f"{lesson_id} ({student}): {batch.TWICE}: {what}. Open {work.submitted(student, lesson_id)} to see "
+                  "why; the file is kept as handed in, and the next `tfperf-lab grade` tries it again")
         return 0
     try:
         _, said = decisions.decide(course, work, chosen[0], chosen[1], "accepted" if args.accept else "rejected", by=args.by,
@@ -386,26 +394,67 @@ def cmd_settings(args) -> int:
     return 0
 
 
+# One example per command, shown at the end of its --help (the exchange's steps too: main() hands `example` to
+# tfperf_lab/grading/exchange.py's parser). A test parses each with the command's own parser.
+EXAMPLES = {
+    "release": "tfperf-lab release 01",
+    "check": "tfperf-lab check my-work/01_callable_handles/01_callable_handles.ipynb",
+    "grade": "tfperf-lab grade submissions/ --workers 2",
+    "review": "tfperf-lab review --accept alice 03",
+    "export": "tfperf-lab export --to canvas --roster canvas-gradebook.csv",
+    "regrade": "tfperf-lab regrade alice 03 --runs 5",
+    "run": "tfperf-lab run 03 --out report/",
+    "ranges": "tfperf-lab ranges",
+    "exchange": "tfperf-lab exchange release 01 --root /srv/nbgrader/exchange",
+    "exchange release": "tfperf-lab exchange release 01 --root /srv/nbgrader/exchange",
+    "exchange collect": "tfperf-lab exchange collect 01 --root /srv/nbgrader/exchange",
+    "exchange grade": "tfperf-lab exchange grade 01 --root /srv/nbgrader/exchange --workers 2",
+    "exchange return": "tfperf-lab exchange return 01 --root /srv/nbgrader/exchange",
+    "flake": "tfperf-lab flake 01 --runs 20 --hog 1 --workers 2 --variants",
+    "margins": "tfperf-lab margins",
+    "replay": "tfperf-lab replay 03 --threshold train_step_is_faster=4",
+    "doctor": "tfperf-lab doctor --json doctor.json",
+    "validate": "tfperf-lab validate 03",
+    "lessons": "tfperf-lab lessons",
+    "settings": "tfperf-lab settings --docs",
+    "lint": "tfperf-lab lint",
+}
+
+
+def example(command: str) -> str:
+    """The epilog of ``command``'s --help (``"grade"``, ``"exchange grade"``): its one example."""
+    return f"example:\n  {EXAMPLES[command]}"
+
+
+def subcommand(sub, name: str, text: str) -> argparse.ArgumentParser:
+    """Add the command ``name`` to ``sub`` (an ``add_subparsers`` action): ``text`` (a docstring) is its line in the
+    list of commands and heads its own --help, which ends with its example."""
+    text = inspect.cleandoc(text).replace("``", "`")  # the docstring's reStructuredText literals, as Markdown's
+    return sub.add_parser(name, help=escape_help(text), description=text, epilog=example(name),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def parser() -> argparse.ArgumentParser:
 
-    top = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__.splitlines()[0])
+    top = argparse.ArgumentParser(prog="tfperf-lab", description=__doc__.splitlines()[0].replace("``", "`"),
+                                  epilog="`tfperf-lab COMMAND --help` shows a command's options and an example.")
     top.add_argument("--course", help="the course folder (default: the working directory or a parent holding autograder/ and "
                                       "solutions/ or lessons/; or $TFPERF_COURSE)")
     sub = top.add_subparsers(dest="command", required=True)
 
-    release = sub.add_parser("release", help=cmd_release.__doc__)
+    release = subcommand(sub, "release", cmd_release.__doc__)
     release.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     release.add_argument("--into", help="release folder (default: lessons/)")
     release.set_defaults(func=cmd_release)
 
-    check = sub.add_parser("check", help=cmd_check.__doc__)
+    check = subcommand(sub, "check", cmd_check.__doc__)
     check.add_argument("notebook", help="your notebook, e.g. lessons/01_callable_handles/01_callable_handles.ipynb")
     check.add_argument("--lesson", help="lesson id, if the notebook's name and metadata do not say")
     check.add_argument("--feedback", help="where to write the HTML feedback (default: beside the notebook)")
     add_options(check, "notebook_seconds", "cell_seconds", "backend")
     check.set_defaults(func=cmd_check)
 
-    grade = sub.add_parser("grade", help=cmd_grade.__doc__)
+    grade = subcommand(sub, "grade", cmd_grade.__doc__)
     grade.add_argument("folder", help="FOLDER/<student>/<lesson>.ipynb")
     grade.add_argument("--work", help="work folder for gradebook, autograded copies, feedback (default: the course's .work/)")
     grade.add_argument("--csv", help="where to write the grades (default: WORK/grades.csv)")
@@ -421,7 +470,7 @@ def parser() -> argparse.ArgumentParser:
     add_options(grade, "backend")  # --no-sandbox: student code runs without isolation, as you (the CSV and report say so)
     grade.set_defaults(func=cmd_grade)
 
-    review = sub.add_parser("review", help=cmd_review.__doc__)
+    review = subcommand(sub, "review", cmd_review.__doc__)
     review.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
     decision = review.add_mutually_exclusive_group()
     decision.add_argument("--accept", nargs=2, metavar=("STUDENT", "LESSON"),
@@ -431,7 +480,7 @@ def parser() -> argparse.ArgumentParser:
     review.add_argument("--csv", help="the grades CSV to rewrite (default: WORK/grades.csv)")
     review.set_defaults(func=cmd_review)
 
-    export = sub.add_parser("export", help=cmd_export.__doc__)
+    export = subcommand(sub, "export", cmd_export.__doc__)
     export.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
     export.add_argument("--to", required=True, choices=["canvas", "gradescope", "prairielearn"],
                         help="canvas: OUT/canvas/grades.csv (Grades > Import); gradescope, prairielearn: "
@@ -441,7 +490,7 @@ def parser() -> argparse.ArgumentParser:
                                          "Canvas ID, matched on SIS Login ID, SIS User ID or name = the submission folder's name")
     export.set_defaults(func=cmd_export)
 
-    regrade = sub.add_parser("regrade", help=cmd_regrade.__doc__)
+    regrade = subcommand(sub, "regrade", cmd_regrade.__doc__)
     regrade.add_argument("student", help="the student's folder name, as in the CSV")
     regrade.add_argument("lesson", help="the lesson id (or its number)")
     regrade.add_argument("--runs", type=int, default=5, help="how many more times to grade it (default 5)")
@@ -450,7 +499,7 @@ def parser() -> argparse.ArgumentParser:
     add_options(regrade, "backend")
     regrade.set_defaults(func=cmd_regrade)
 
-    run = sub.add_parser("run", help=cmd_run.__doc__)
+    run = subcommand(sub, "run", cmd_run.__doc__)
     run.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     run.add_argument("--profile", choices=["reduced", "full", "both"], default="reduced",
                      help="reduced: grading-size workloads (default); full: the learner's sizes; both (with --keep-run): "
@@ -465,13 +514,15 @@ def parser() -> argparse.ArgumentParser:
                           "`tfperf-lab run --profile both --keep-run --runs 5`)")
     run.set_defaults(func=cmd_run)
 
-    ranges = sub.add_parser("ranges", help=cmd_ranges.__doc__)
+    ranges = subcommand(sub, "ranges", cmd_ranges.__doc__)
     ranges.set_defaults(func=cmd_ranges)
 
-    sub.add_parser("exchange", help="nbgrader's exchange on a JupyterHub: release, collect, grade and return a lesson "
-                                    "(see docs/jupyterhub.md; `tfperf-lab exchange --help`)")
+    # `tfperf-lab exchange ...` goes to the exchange's own parser (main()); this entry lists it, and answers its --help
+    # where the grader's packages are missing
+    subcommand(sub, "exchange", "nbgrader's exchange on a JupyterHub: release, collect, grade and return a lesson "
+                                "(see docs/jupyterhub.md; `tfperf-lab exchange --help`)")
 
-    flake = sub.add_parser("flake", help=cmd_flake.__doc__)
+    flake = subcommand(sub, "flake", cmd_flake.__doc__)
     flake.add_argument("lessons", nargs="*", help="lesson ids (default: all with speed checks)")
     flake.add_argument("--runs", type=int, default=20, help="gradings per answer (default 20)")
     flake.add_argument("--hog", type=int, default=0, metavar="N", help="keep N cores busy while grading")
@@ -485,11 +536,11 @@ def parser() -> argparse.ArgumentParser:
                        help="measure nothing: regenerate docs/flake-campaigns.md's block from docs/flake/")
     flake.set_defaults(func=cmd_flake)
 
-    margins_ = sub.add_parser("margins", help=cmd_margins.__doc__)
+    margins_ = subcommand(sub, "margins", cmd_margins.__doc__)
     margins_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's margins block")
     margins_.set_defaults(func=cmd_margins)
 
-    replay_ = sub.add_parser("replay", help=cmd_replay.__doc__)
+    replay_ = subcommand(sub, "replay", cmd_replay.__doc__)
     replay_.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     replay_.add_argument("--rule", default=None, help="the decision rule (default: the shipped one; also: one-look)")
     replay_.add_argument("--threshold", action="append", default=[], metavar="CHECK=X",
@@ -499,46 +550,48 @@ def parser() -> argparse.ArgumentParser:
     replay_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's replay block")
     replay_.set_defaults(func=cmd_replay)
 
-    doctor_ = sub.add_parser("doctor", help=cmd_doctor.__doc__)
+    doctor_ = subcommand(sub, "doctor", cmd_doctor.__doc__)
     doctor_.add_argument("--seconds", type=float, default=20.0, help="how long to measure the noise (default 20)")
     doctor_.add_argument("--json", metavar="FILE", help="also write the findings as JSON")
     doctor_.set_defaults(func=cmd_doctor)
 
-    validate = sub.add_parser("validate", help=cmd_validate.__doc__)
+    validate = subcommand(sub, "validate", cmd_validate.__doc__)
     validate.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
     validate.add_argument("--release-only", action="store_true", help="only check that the student versions fail")
     validate.set_defaults(func=cmd_validate)
 
-    lessons = sub.add_parser("lessons", help=cmd_lessons.__doc__)
+    lessons = subcommand(sub, "lessons", cmd_lessons.__doc__)
     lessons.add_argument("--readme", action="store_true", help="also write the table into the README")
     lessons.set_defaults(func=cmd_lessons)
 
-    settings = sub.add_parser("settings", help=cmd_settings.__doc__)
+    settings = subcommand(sub, "settings", cmd_settings.__doc__)
     settings.add_argument("--docs", action="store_true", help="write the tables into docs/instructor-guide.md")
     settings.set_defaults(func=cmd_settings)
 
-    lint = sub.add_parser("lint", help=cmd_lint.__doc__)
+    lint = subcommand(sub, "lint", cmd_lint.__doc__)
     lint.set_defaults(func=cmd_lint)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    asks_help = bool({"-h", "--help"} & set(argv))  # --help works anywhere: without the grader's packages, outside a course
     missing = [name for name in GRADER_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing and not {"-h", "--help"} & set(argv[:1]):
+    if missing and not asks_help:
         print(MISSING.format(missing=", ".join(missing)), file=sys.stderr)
         return 2
     from .course import CourseNotFound, UnknownLesson
     from .isolation.backends import SandboxUnavailable
 
     try:
-        if "exchange" in argv[:3]:  # its own argument parser lives in tfperf_lab/exchange.py
+        if "exchange" in argv[:3] and not missing:  # its own argument parser lives in tfperf_lab/grading/exchange.py
             from .grading import exchange
 
             position = argv.index("exchange")
             course_args = argv[:position]
-            course = _course(argparse.Namespace(course=course_args[1] if course_args[:1] == ["--course"] else None))
-            return exchange.main(argv[position + 1:], prog="tfperf-lab exchange", course=course)
+            named = course_args[1] if course_args[:1] == ["--course"] else None
+            course = None if asks_help else _course(argparse.Namespace(course=named))  # --help needs no course
+            return exchange.main(argv[position + 1:], prog="tfperf-lab exchange", course=course, example=example)
         args = parser().parse_args(argv)
         return args.func(args)
     except (CourseNotFound, UnknownLesson, SandboxUnavailable, FileNotFoundError) as error:

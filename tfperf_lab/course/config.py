@@ -154,16 +154,22 @@ def option(name: str) -> str | None:
     return "--" + name.replace("_", "-") if given is True else given
 
 
+def escape_help(text: str) -> str:
+    """``text`` as an argparse help string: argparse formats help with ``%`` (``%(default)s``), so a plain ``%`` (a
+    docstring's "10%") must be written ``%%`` or ``--help`` fails with "unsupported format character"."""
+    return text.replace("%", "%%")
+
+
 def add_options(parser, *names: str) -> None:
     """Give an argparse parser the options of the fields ``names``, generated from them (read back by `from_options`)."""
     for name in names:
         field, flag = _FIELDS[name], option(name)
         if "option_value" in field.metadata:
             parser.add_argument(flag, dest=name, action="store_const", const=field.metadata["option_value"],
-                                help=f"{name} = {field.metadata['option_value']}: {field.metadata['help']}")
+                                help=escape_help(f"{name} = {field.metadata['option_value']}: {field.metadata['help']}"))
         else:
             parser.add_argument(flag, dest=name, type=type(field.default), metavar=name.split("_")[-1].upper(),
-                                help=f"{field.metadata['help']} (default: {field.default!r})")
+                                help=escape_help(f"{field.metadata['help']} (default: {field.default!r})"))
 
 
 def table() -> str:

@@ -49,7 +49,7 @@ from nbgrader.utils import notebook_hash
 from . import batch, settings, stage
 from . import untrusted
 from ..course import COURSE_ID, Course, WorkFolder
-from ..course.config import DEFAULTS, GradingConfig, add_options
+from ..course.config import DEFAULTS, GradingConfig, add_options, escape_help
 from .results import SubmissionResult
 
 STEP_TIMEOUT = 180.0  # seconds for one file-moving step (mostly nbgrader's ~2 s of imports, more on a busy machine)
@@ -329,25 +329,46 @@ class Student:
 DEFAULT_ROOT = "/usr/local/share/nbgrader/exchange"  # nbgrader's own default Exchange.root
 
 
-def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", course: Course | None = None) -> int:
-    """The instructor's exchange steps on the command line (a ``tfperf-lab exchange`` subcommand can delegate here)."""
+STEPS = {
+    "release": "put lessons in the exchange's outbound folder, for the students to fetch",
+    "collect": "copy the students' new submissions in and stage them for grading",
+    "grade": "collect, then autograde what is new (as `tfperf-lab grade` does)",
+    "return": "generate feedback and release it to the students",
+}
+
+
+def parser(prog: str = "tfperf-lab exchange", example=lambda command: None):
+    """The exchange's command line: one subcommand per step of `STEPS`, each taking the lessons and the exchange's
+    options after it. ``example(command)`` (``"exchange"``, ``"exchange grade"``) is the text ending each --help: the
+    command line passes its own (`tfperf_lab.cli.example`), which this floor may not import."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog=prog, description="nbgrader's exchange on a JupyterHub: release a "
-                                     "lesson to the students, collect and grade their submissions, return feedback.")
-    parser.add_argument("step", choices=["release", "collect", "grade", "return"],
-                        help="release: put lessons in outbound; collect: copy new submissions in; grade: collect, then "
-                             "autograde what is new; return: generate feedback and release it to the students")
-    parser.add_argument("lessons", nargs="+", help="lesson ids or unique prefixes, e.g. 01")
-    parser.add_argument("--root", default=DEFAULT_ROOT, help=f"the exchange folder (default {DEFAULT_ROOT})")
-    parser.add_argument("--course-id", default=COURSE_ID, help=f"course id on the hub (default {COURSE_ID})")
-    parser.add_argument("--work", help="instructor work folder: gradebook, submissions, feedback (default: the course's .work/, "
+    raw = argparse.RawDescriptionHelpFormatter
+    top = argparse.ArgumentParser(prog=prog, description="nbgrader's exchange on a JupyterHub: release a "
+                                  "lesson to the students, collect and grade their submissions, return feedback.",
+                                  epilog=example("exchange"), formatter_class=raw)
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("lessons", nargs="+", help="lesson ids or unique prefixes, e.g. 01")
+    shared.add_argument("--root", default=DEFAULT_ROOT, help=escape_help(f"the exchange folder (default {DEFAULT_ROOT})"))
+    shared.add_argument("--course-id", default=COURSE_ID, help=escape_help(f"course id on the hub (default {COURSE_ID})"))
+    shared.add_argument("--work", help="instructor work folder: gradebook, submissions, feedback (default: the course's .work/, "
                         "where the formgrader looks)")
-    parser.add_argument("--all", action="store_true", help="grade: grade every collected submission again")
-    add_options(parser, "notebook_seconds", "cell_seconds")  # grade: the limits `tfperf-lab grade` takes, by the same names
-    parser.add_argument("--workers", type=int, default=batch.DEFAULT_WORKERS,
-                        help=f"grade: notebooks graded at once (default on this machine: {batch.DEFAULT_WORKERS}, as `tfperf-lab grade`)")
-    args = parser.parse_args(argv)
+    steps = top.add_subparsers(dest="step", required=True, metavar="STEP")
+    for step, text in STEPS.items():
+        made = steps.add_parser(step, help=escape_help(text), description=text, epilog=example(f"exchange {step}"),
+                                formatter_class=raw, parents=[shared])
+        if step == "grade":
+            made.add_argument("--all", action="store_true", help="grade every collected submission again")
+            add_options(made, "notebook_seconds", "cell_seconds")  # the limits `tfperf-lab grade` takes, by the same names
+            made.add_argument("--workers", type=int, default=batch.DEFAULT_WORKERS,
+                              help=f"notebooks graded at once (default on this machine: {batch.DEFAULT_WORKERS}, as `tfperf-lab grade`)")
+    return top
+
+
+def main(argv: list[str] | None = None, prog: str = "tfperf-lab exchange", course: Course | None = None,
+         example=lambda command: None) -> int:
+    """The instructor's exchange steps on the command line (``tfperf-lab exchange`` delegates here, with its examples)."""
+    args = parser(prog, example).parse_args(argv)
 
     course = course or Course.find()
     work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
