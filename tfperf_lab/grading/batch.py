@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 import time
@@ -75,9 +76,12 @@ def register_students(course: Course, work: WorkFolder, students: set[str]) -> N
             gradebook.update_or_create_student(student)
 
 
-def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> pathlib.Path:
-    """Write the HTML feedback (no hidden tests, one-line errors, sanitized); raises RuntimeError when it cannot."""
+def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str, result: SubmissionResult | None = None) -> pathlib.Path:
+    """Write the HTML feedback (no hidden tests, one-line errors, sanitized) with what happened, in the student's words,
+    at its top (`tfperf_lab.grading.feedback.outcome_box`: ``result``, else the saved one); raises RuntimeError when it cannot."""
     from nbgrader.converters import GenerateFeedback
+
+    from .feedback import with_outcome
 
     app = _nbgrader_app(GenerateFeedback, course, work, lesson_id, student)
     try:
@@ -87,6 +91,26 @@ def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str) -> 
     path = work.feedback(student, lesson_id)
     if not path.exists():
         raise RuntimeError("feedback could not be generated (nbgrader wrote no page)")
+    if result is None and work.state(student, lesson_id).exists():
+        result = SubmissionResult.from_dict(json.loads(work.state(student, lesson_id).read_text(encoding="utf-8"))["result"])
+    if result is not None:
+        path.write_text(with_outcome(path.read_text(encoding="utf-8"), result), encoding="utf-8")
+    return path
+
+
+def outcome_page(work: WorkFolder, result: SubmissionResult) -> pathlib.Path | None:
+    """The feedback page of a row with no graded notebook to show (not a notebook, not this lesson's, stopped, the grading
+    machine's fault): what happened and what to do, in the student's words. None for a student id that is no folder name."""
+    from .feedback import outcome_page as page
+
+    try:
+        untrusted.check_student_id(result.student)
+    except untrusted.UntrustedInput:
+        return None
+    lesson = re.sub(r"[^\w.-]", "_", result.lesson)[:100] or "notebook"
+    path = work.feedback(result.student, lesson)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page(result, f"{lesson}: feedback for {result.student}"), encoding="utf-8")
     return path
 
 
@@ -106,16 +130,18 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, conf
     scored = time.monotonic()
     if result.error:
         result.error += f" (log: {log})"
-    if with_feedback and not result.error:
+    if with_feedback and not result.error and not result.machine:
         try:
-            result.feedback = feedback(course, work, staged.lesson.id, staged.student)
+            result.feedback = feedback(course, work, staged.lesson.id, staged.student, result)
         except RuntimeError as error:
             result.notes.append(str(error))
+    if with_feedback and result.feedback is None:  # every outcome gets a page the student understands
+        result.feedback = outcome_page(work, result)
     if result.machine:  # never kept as finished: the next plain `grade` grades it again
         work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
     else:
         save_state(work, staged, result)
-    remember_fault(work, staged, result)
+    remember_fault(work, result, staged.sha256, staged.origin)
     result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
                      "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
                      "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),
@@ -126,11 +152,11 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, conf
 TWICE = "the grader failed on this file twice the same way"
 
 
-def remember_fault(work: WorkFolder, staged: stage.Staged, result: SubmissionResult) -> None:
+def remember_fault(work: WorkFolder, result: SubmissionResult, sha256: str, origin: pathlib.Path) -> None:
     """Keep the grading machine's faults per file (``WORK/faults/<student>/<lesson>.json``): a file on which the grader
     fails the same way a second time is said to need a person (`TWICE`; `tfperf-lab review` lists it), never left as a
     silent retry; still the machine's row, graded again by the next plain `grade`. A grading with no fault forgets them."""
-    path = work.faults(staged.student, staged.lesson.id)
+    path = work.faults(result.student, result.lesson)
     if not result.machine:
         path.unlink(missing_ok=True)
         return
@@ -139,13 +165,13 @@ def remember_fault(work: WorkFolder, staged: stage.Staged, result: SubmissionRes
     except (OSError, ValueError):
         saved = {}
     what = "; ".join(result.machine)
-    earlier = saved.get("faults", []) if saved.get("sha256") == staged.sha256 else []
+    earlier = saved.get("faults", []) if saved.get("sha256") == sha256 else []
     if any(item.get("what") == what for item in earlier):
         result.machine = [f"{TWICE} ({what}); a person should look at it: the file is kept as handed in, and the next "
                           f"`tfperf-lab grade` tries it again"]
     earlier.append({"what": what, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "faults": earlier[-10:]}, indent=1),
+    path.write_text(json.dumps({"sha256": sha256, "source": str(origin), "faults": earlier[-10:]}, indent=1),
                     encoding="utf-8")
 
 
@@ -242,8 +268,15 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
             queued.append(stage.stage(course, path, student, within=folder))
         except untrusted.UntrustedInput as error:
             results.append(SubmissionResult(student, path.stem, error=str(error)))
-        except Exception as error:  # noqa: BLE001  (one bad submission never stops the class)
-            results.append(SubmissionResult(student, path.stem, error=f"could not be staged: {type(error).__name__}: {error}"))
+        except Exception as error:  # noqa: BLE001  (one bad submission never stops the class; our code failed: the machine's)
+            results.append(SubmissionResult(student, path.stem, machine=[grader_failed(error)]))
+            with contextlib.suppress(Exception):
+                untrusted.check_student_id(student)
+                remember_fault(work, results[-1], hashlib.sha256(stage.read_untrusted(path)).hexdigest(), path)
+        else:
+            continue
+        if with_feedback:
+            results[-1].feedback = outcome_page(work, results[-1])
     if queued:
         prepare(course, work, sorted({staged.lesson.id for staged in queued}))
         register_students(course, work, {staged.student for staged in queued})
@@ -286,7 +319,9 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
                 work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
                 failed = SubmissionResult(staged.student, staged.lesson.id, notes=list(staged.notes),
                                           machine=[grader_failed(error)])
-                remember_fault(work, staged, failed)
+                remember_fault(work, failed, staged.sha256, staged.origin)
+                if with_feedback:
+                    failed.feedback = outcome_page(work, failed)
                 return failed
 
         futures = [pool.submit(one, staged) for staged in queued]

@@ -133,7 +133,7 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     """Accept or reject one submission of the review list, without running anything: the gradebook's manual scores
     of its withheld cells, its saved state, the decision file, the CSV (from every saved state) and its feedback page.
     Returns the updated result and what to tell the person. Raises `ReviewError` (and `UnknownLesson`) with the reason.
-    ``render(course, work, lesson_id, student)`` writes the feedback page (the command passes `batch.feedback`)."""
+    ``render(course, work, lesson_id, student, result)`` writes the feedback page (the command passes `batch.feedback`)."""
     if decision not in DECISIONS:
         raise ValueError(f"a decision is one of {DECISIONS}, not {decision!r}")
     lesson = course.lesson(lesson_id)
@@ -160,7 +160,7 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     _write(work, record)
     if render is not None and not result.error and work.autograded(student, lesson.id).exists():
         try:
-            result.feedback = render(course, work, lesson.id, student)
+            result.feedback = render(course, work, lesson.id, student, result)
         except RuntimeError as error:
             said.append(f"{student}: {error}")
     saved["result"] = result.to_dict()
