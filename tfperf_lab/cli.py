@@ -102,15 +102,22 @@ def cmd_grade(args) -> int:
     if said:
         print(said, file=sys.stderr)
     config = GradingConfig.from_options(args)
+    told = batch.Told()
     try:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
                               config=config, workers=args.workers or batch.DEFAULT_WORKERS,
-                              force=args.force, cluster=args.cluster, cluster_timeout=args.cluster_timeout)
+                              force=args.force, cluster=args.cluster, cluster_timeout=args.cluster_timeout,
+                              only=course.lesson(args.only).id if args.only else None, told=told)
     except ClusterUnavailable as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
     for result in results:
         print("\n".join(result.lines()))
+    for student, path in told.left:
+        print(f"{path.name} ({student}): not graded now (--only {args.only}); the next plain `tfperf-lab grade` grades it")
+    if told.stale:
+        print(f"graded again against the lesson's current tests (their grades were stale): {len(told.stale)} submission(s): "
+              + ", ".join(f"{student}/{lesson}" for student, lesson in told.stale))
     if config.backend == "none":
         print("WARNING: graded without a sandbox (--no-sandbox): student code ran as you, beside the gradebook; the CSV says so")
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
@@ -463,6 +470,8 @@ def parser() -> argparse.ArgumentParser:
                        help="notebooks graded at once, each job on two cores of its own from 4 cores up (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
+    grade.add_argument("--only", metavar="LESSON", help="grade this lesson's submissions again (after fixing one of its tests) and "
+                                                        "keep every other row as it stands; review decisions and manual scores survive")
     grade.add_argument("--cluster", metavar="ADDRESS", help="run each submission on a worker of this Dask cluster (tcp://host:8786; "
                                                             "see docs/instructor-guide.md); this machine scores and writes")
     grade.add_argument("--cluster-timeout", type=float, default=30.0, metavar="SECONDS",

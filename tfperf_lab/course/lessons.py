@@ -59,6 +59,11 @@ class Lesson:
         """A fresh copy of the student version."""
         return notebook.copy(_parsed(self.release))
 
+    def fingerprint(self) -> str:
+        """The release a grade is taken against: `notebook.fingerprint` of the instructor's source (the student version
+        where a learner's copy of the course has no solutions/)."""
+        return notebook.fingerprint(_parsed(self.source if self.source.exists() else self.release))
+
     def grade_cells(self) -> list[dict]:
         """The graded cells of the source, in notebook order: ``{"id", "points", "kind"}``."""
         return notebook.grade_cells(_parsed(self.source))

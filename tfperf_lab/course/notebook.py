@@ -86,6 +86,16 @@ def is_protected(cell: dict) -> bool:
     return bool(meta.get("locked") or (meta.get("grade") and not meta.get("solution")))
 
 
+def fingerprint(nb: dict) -> str:
+    """What a grade depends on besides the learner's answers: the instructor's test, read-only and fixture cells (ids,
+    text with hidden tests, points), hashed. A grade saved against another fingerprint is stale."""
+    import hashlib
+
+    kept = [[cell.get("id"), cell.get("cell_type"), source(cell), nbgrader_meta(cell).get("points")]
+            for cell in nb["cells"] if is_protected(cell) or FIXTURE_TAG in cell.get("metadata", {}).get("tags", [])]
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def grade_cells(nb: dict) -> list[dict]:
     """The graded cells, in notebook order: ``{"id", "points", "kind"}`` (kind: auto, or manual for answers graded by hand)."""
     cells = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -214,31 +215,56 @@ def save_state(work: WorkFolder, staged: stage.Staged, result: SubmissionResult)
     """What was graded from which file, so a stopped run resumes without grading it again."""
     state = work.state(staged.student, staged.lesson.id)
     state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "result": result.to_dict()}), encoding="utf-8")
+    state.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "release": staged.lesson.fingerprint(),
+                                 "result": result.to_dict()}), encoding="utf-8")
     return state
 
 
-def _finished(work: WorkFolder, student: str, path: pathlib.Path) -> SubmissionResult | None:
-    """The result of an earlier run on exactly this file, if that run finished (for resuming)."""
+STALE = "graded again: the lesson's tests changed since this file was last graded"
+
+
+@dataclasses.dataclass
+class Told:
+    """What one `grade` run did besides grading, for the command line to say: ``stale``, (student, lesson) graded again
+    because their lesson's tests changed; ``left``, (student, file) not graded because of ``only``."""
+
+    stale: list = dataclasses.field(default_factory=list)
+    left: list = dataclasses.field(default_factory=list)
+
+
+def _finished(course: Course, work: WorkFolder, student: str, path: pathlib.Path) -> tuple[SubmissionResult | None, bool]:
+    """The result of an earlier run on exactly this file, if that run finished (for resuming), and whether it is stale:
+    taken against another release of its lesson's tests and fixtures (`Lesson.fingerprint`), so it is graded again."""
     try:
         digest = hashlib.sha256(stage.read_untrusted(path)).hexdigest()
     except untrusted.UntrustedInput:
-        return None
+        return None, False
     for state in work.states(student):
-        saved = json.loads(state.read_text(encoding="utf-8"))
+        try:
+            saved = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
         if saved.get("sha256") == digest and saved.get("source") == str(path):
-            return SubmissionResult.from_dict(saved["result"])
-    return None
+            result = SubmissionResult.from_dict(saved["result"])
+            try:
+                current = course.lesson(result.lesson).fingerprint()
+            except (LookupError, OSError):
+                current = None
+            return result, current is not None and saved.get("release") != current
+    return None, False
 
 
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
           config: GradingConfig = DEFAULTS, workers: int = DEFAULT_WORKERS, force: bool = False,
           with_feedback: bool = True, progress: bool = True, cluster: str | None = None,
-          cluster_timeout: float = 30.0) -> list[SubmissionResult]:
+          cluster_timeout: float = 30.0, only: str | None = None, told: "Told | None" = None) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
-    was stopped halfway resumes where it stopped. With ``cluster`` (a Dask scheduler's address), each submission's
+    was stopped halfway resumes where it stopped. A grade taken against an earlier release of its lesson's tests is
+    stale and graded again (`STALE` on its row). ``only`` (a lesson id) grades that lesson's submissions again and keeps
+    every other row as it stands; files of other lessons not graded yet are left for the next plain run. ``told``
+    (a `Told`) collects what the command line says about this run: the stale rows graded again, the files left. Review decisions (same file) and manual scores survive every grading again. With ``cluster`` (a Dask scheduler's address), each submission's
     sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
     machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
     grades nothing. Raises `NoSubmissions` for an empty folder and
@@ -256,16 +282,27 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     work = work or course.default_work
     folder = pathlib.Path(folder)
     pairs = find_submissions(folder)
+    told = Told() if told is None else told
     if not pairs:
         raise NoSubmissions(f"no submissions in {folder}: expected {folder}/<student>/<lesson>.ipynb")
     queued, results = [], []
     for student, path in pairs:
-        earlier = None if force else _finished(work, student, path)
-        if earlier is not None:
+        earlier, stale = _finished(course, work, student, path)
+        if only is not None and earlier is not None and earlier.lesson != only:
+            results.append(earlier)  # another lesson: kept as it stands
+            continue
+        if earlier is not None and not (force or stale or only is not None):
             results.append(earlier)
             continue
         try:
-            queued.append(stage.stage(course, path, student, within=folder))
+            staged = stage.stage(course, path, student, within=folder)
+            if only is not None and staged.lesson.id != only:
+                told.left.append((student, path))
+                continue
+            if stale and not force:
+                staged.notes.insert(0, STALE)
+                told.stale.append((student, staged.lesson.id))
+            queued.append(staged)
         except untrusted.UntrustedInput as error:
             results.append(SubmissionResult(student, path.stem, error=str(error)))
         except Exception as error:  # noqa: BLE001  (one bad submission never stops the class; our code failed: the machine's)
