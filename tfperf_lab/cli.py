@@ -85,7 +85,7 @@ def cmd_check(args) -> int:
 
 def cmd_grade(args) -> int:
     """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
-    from .grading import batch
+    from .grading import batch, store
 
     course = _course(args)
     work = _work(args, course)
@@ -123,9 +123,9 @@ def cmd_grade(args) -> int:
     print(f"grades: {pathlib.Path(args.csv) if args.csv else work.grades_csv}; feedback: {work.root / 'feedback'}; "
           f"class page: {work.root / 'class' / 'index.html'}")
     faulty = [result for result in results if result.machine]
-    twice = [result for result in faulty if any(line.startswith(batch.TWICE) for line in result.machine)]
+    twice = [result for result in faulty if any(line.startswith(store.TWICE) for line in result.machine)]
     if twice:
-        print(f"tfperf-lab: {batch.TWICE} on {len(twice)} submission(s): " + ", ".join(f"{r.student}/{r.lesson}" for r in twice)
+        print(f"tfperf-lab: {store.TWICE} on {len(twice)} submission(s): " + ", ".join(f"{r.student}/{r.lesson}" for r in twice)
               + "; `tfperf-lab review` lists them for a person", file=sys.stderr)
     if faulty:
         print(f"tfperf-lab: {len(faulty)} submission(s) not graded by the grading machine's fault (the rows say why); fix the "
@@ -138,7 +138,7 @@ def cmd_review(args) -> int:
     """List the review list with each finding in context, or settle one submission: --accept pays what the grader
     measured for its withheld cells, --reject keeps them at 0 (nothing runs again)."""
     from .course import WorkFolder
-    from .grading import batch, decisions
+    from .grading import batch, decisions, store
 
     course = _course(args)
     work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
@@ -148,8 +148,8 @@ def cmd_review(args) -> int:
     chosen = args.accept or args.reject
     if not chosen:
         print("\n".join(decisions.listing(course, work)))
-        for student, lesson_id, what in batch.grader_failures(work):
-            print(f"{lesson_id} ({student}): {batch.TWICE}: {what}. Open {work.submitted(student, lesson_id)} to see "
+        for student, lesson_id, what in store.grader_failures(work):
+            print(f"{lesson_id} ({student}): {store.TWICE}: {what}. Open {work.submitted(student, lesson_id)} to see "
                   "why; the file is kept as handed in, and the next `tfperf-lab grade` tries it again")
         return 0
     try:

@@ -59,7 +59,7 @@ def test_the_graders_own_exception_is_the_machines_and_twice_goes_to_a_person(ti
     parser raised when two grading threads parsed at once) is a machine-fault row the next plain `grade` grades again,
     never "NOT GRADED" as the notebook's; the same failure on the same file twice is listed for a person."""
     from tfperf_lab.course import skipping
-    from tfperf_lab.grading import batch, score
+    from tfperf_lab.grading import batch, score, store
 
     folder, work = tmp_path / "class", tmp_path / "work"
     lesson = tiny.lesson(tiny_course.LESSON_ID)
@@ -74,20 +74,20 @@ def test_the_graders_own_exception_is_the_machines_and_twice_goes_to_a_person(ti
         code, rows, printed = _grade(tiny, folder, work, capsys)
         assert code == 3, printed
         assert rows["ana"]["status"].startswith(MACHINE) and "SystemError" in rows["ana"]["status"], rows["ana"]
-        assert "NOT GRADED:" not in printed and batch.TWICE not in printed, printed
+        assert "NOT GRADED:" not in printed and store.TWICE not in printed, printed
         assert not WorkFolder(work).state("ana", tiny_course.LESSON_ID).exists()
 
         code, rows, printed = _grade(tiny, folder, work, capsys)  # the same file, the same failure: a person should look
         assert code == 3, printed
-        assert batch.TWICE in rows["ana"]["status"] and "SystemError" in rows["ana"]["status"], rows["ana"]
-        assert batch.TWICE in printed
+        assert store.TWICE in rows["ana"]["status"] and "SystemError" in rows["ana"]["status"], rows["ana"]
+        assert store.TWICE in printed
         assert cli.main(["--course", str(tiny.root), "review", str(work)]) == 0
         listed = capsys.readouterr().out
-        assert batch.TWICE in listed and "00_tiny (ana)" in listed, listed
+        assert store.TWICE in listed and "00_tiny (ana)" in listed, listed
 
     code, rows, printed = _grade(tiny, folder, work, capsys)  # the grader mended: the plain command grades it, in full
     assert code == 0, printed
     assert rows["ana"]["status"] == "graded" and float(rows["ana"]["score"]) == float(rows["ana"]["max_score"]), rows["ana"]
     assert not WorkFolder(work).faults("ana", tiny_course.LESSON_ID).exists()
     assert cli.main(["--course", str(tiny.root), "review", str(work)]) == 0
-    assert batch.TWICE not in capsys.readouterr().out
+    assert store.TWICE not in capsys.readouterr().out

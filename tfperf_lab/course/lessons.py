@@ -278,7 +278,7 @@ class WorkFolder:
         return self.root / "review" / student / f"{lesson_id}.json"
 
     def faults(self, student: str, lesson_id: str) -> pathlib.Path:
-        """The grading machine's faults on one submission's file (`tfperf_lab.grading.batch.remember_fault`)."""
+        """The grading machine's faults on one submission's file (`tfperf_lab.grading.store.faulted`)."""
         return self.root / "faults" / student / f"{lesson_id}.json"
 
     def log(self, student: str, lesson_id: str) -> pathlib.Path:

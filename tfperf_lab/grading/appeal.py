@@ -24,7 +24,7 @@ import tempfile
 
 from ..course import Course, WorkFolder
 from ..course.config import DEFAULTS, GradingConfig
-from . import batch
+from . import batch, store
 from .results import SubmissionResult
 
 
@@ -61,11 +61,11 @@ def regrade(course: Course, work: WorkFolder, student: str, lesson_id: str, *, r
     if runs < 1:
         raise AppealError(f"--runs must be at least 1, not {runs}")
     submitted = work.submitted(student, lesson_id)
-    state = work.state(student, lesson_id)
-    if not submitted.exists() or not state.exists():
+    kept = store.entry(work, student, lesson_id)
+    if not submitted.exists() or kept is None or kept.outcome != "graded":
         raise AppealError(f"no graded submission of {lesson_id} by {student} in {work.root}: grade the class first "
                           "(an appeal regrades the copy the class was graded from)")
-    original = SubmissionResult.from_dict(json.loads(state.read_text(encoding="utf-8"))["result"])
+    original = kept.result
     checks = {name for names in course.lesson(lesson_id).speed_checks().values() for name in names}
     if check and check not in checks:
         raise AppealError(f"{lesson_id} has no speed check {check!r} (its checks: {', '.join(sorted(checks)) or 'none'})")

@@ -24,7 +24,7 @@ import warnings
 
 from nbgrader.api import Gradebook
 
-from . import autograde, classpage, decisions, job, score, settings, stage
+from . import autograde, classpage, decisions, job, score, settings, stage, store
 from .execute import grader_failed
 from . import untrusted
 from ..course.config import DEFAULTS, GradingConfig
@@ -92,8 +92,8 @@ def feedback(course: Course, work: WorkFolder, lesson_id: str, student: str, res
     path = work.feedback(student, lesson_id)
     if not path.exists():
         raise RuntimeError("feedback could not be generated (nbgrader wrote no page)")
-    if result is None and work.state(student, lesson_id).exists():
-        result = SubmissionResult.from_dict(json.loads(work.state(student, lesson_id).read_text(encoding="utf-8"))["result"])
+    if result is None and (kept := store.entry(work, student, lesson_id)) is not None:
+        result = kept.result
     if result is not None:
         path.write_text(with_outcome(path.read_text(encoding="utf-8"), result), encoding="utf-8")
     return path
@@ -139,56 +139,14 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, conf
     if with_feedback and result.feedback is None:  # every outcome gets a page the student understands
         result.feedback = outcome_page(work, result)
     if result.machine:  # never kept as finished: the next plain `grade` grades it again
-        work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
+        store.faulted(work, result, sha256=staged.sha256, source=staged.origin)
     else:
-        save_state(work, staged, result)
-    remember_fault(work, result, staged.sha256, staged.origin)
+        store.graded(work, result, sha256=staged.sha256, source=staged.origin, release=staged.lesson.fingerprint())
     result.stages = {"autograde (nbgrader around the sandbox)": executed - began - run.sandbox,
                      "sandbox set-up and runner imports": run.sandbox - sum(run.inside.values()) + run.inside.get("runner_imports", 0.0),
                      "kernel start and cells": run.inside.get("kernel_and_cells", 0.0),
                      "score": scored - executed, "feedback and state": time.monotonic() - scored}
     return result
-
-
-TWICE = "the grader failed on this file twice the same way"
-
-
-def remember_fault(work: WorkFolder, result: SubmissionResult, sha256: str, origin: pathlib.Path) -> None:
-    """Keep the grading machine's faults per file (``WORK/faults/<student>/<lesson>.json``): a file on which the grader
-    fails the same way a second time is said to need a person (`TWICE`; `tfperf-lab review` lists it), never left as a
-    silent retry; still the machine's row, graded again by the next plain `grade`. A grading with no fault forgets them."""
-    path = work.faults(result.student, result.lesson)
-    if not result.machine:
-        path.unlink(missing_ok=True)
-        return
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        saved = {}
-    what = "; ".join(result.machine)
-    earlier = saved.get("faults", []) if saved.get("sha256") == sha256 else []
-    if any(item.get("what") == what for item in earlier):
-        result.machine = [f"{TWICE} ({what}); a person should look at it: the file is kept as handed in, and the next "
-                          f"`tfperf-lab grade` tries it again"]
-    earlier.append({"what": what, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"sha256": sha256, "source": str(origin), "faults": earlier[-10:]}, indent=1),
-                    encoding="utf-8")
-
-
-def grader_failures(work: WorkFolder) -> list[tuple[str, str, str]]:
-    """(student, lesson, what) of every file the grader failed on twice the same way (`remember_fault`)."""
-    found = []
-    for path in sorted((work.root / "faults").glob("*/*.json")):
-        try:
-            faults = json.loads(path.read_text(encoding="utf-8")).get("faults", [])
-        except (OSError, ValueError, AttributeError):
-            continue
-        whats = [item.get("what") for item in faults]
-        repeated = next((what for what in whats if whats.count(what) > 1), None)
-        if repeated:
-            found.append((path.parent.name, path.stem, repeated))
-    return found
 
 
 def find_submissions(folder: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
@@ -211,15 +169,6 @@ def _walk(folder: pathlib.Path):
         yield from (pathlib.Path(root, name) for name in files if name.endswith(".ipynb"))
 
 
-def save_state(work: WorkFolder, staged: stage.Staged, result: SubmissionResult) -> pathlib.Path:
-    """What was graded from which file, so a stopped run resumes without grading it again."""
-    state = work.state(staged.student, staged.lesson.id)
-    state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"sha256": staged.sha256, "source": str(staged.origin), "release": staged.lesson.fingerprint(),
-                                 "result": result.to_dict()}), encoding="utf-8")
-    return state
-
-
 STALE = "graded again: the lesson's tests changed since this file was last graded"
 
 
@@ -233,25 +182,12 @@ class Told:
 
 
 def _finished(course: Course, work: WorkFolder, student: str, path: pathlib.Path) -> tuple[SubmissionResult | None, bool]:
-    """The result of an earlier run on exactly this file, if that run finished (for resuming), and whether it is stale:
-    taken against another release of its lesson's tests and fixtures (`Lesson.fingerprint`), so it is graded again."""
+    """The stored result of this very file, if any, and whether it is stale (`store.resume`)."""
     try:
         digest = hashlib.sha256(stage.read_untrusted(path)).hexdigest()
     except untrusted.UntrustedInput:
         return None, False
-    for state in work.states(student):
-        try:
-            saved = json.loads(state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if saved.get("sha256") == digest and saved.get("source") == str(path):
-            result = SubmissionResult.from_dict(saved["result"])
-            try:
-                current = course.lesson(result.lesson).fingerprint()
-            except (LookupError, OSError):
-                current = None
-            return result, current is not None and saved.get("release") != current
-    return None, False
+    return store.resume(course, work, student, path, digest)
 
 
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
@@ -305,15 +241,17 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
             queued.append(staged)
         except untrusted.UntrustedInput as error:
             results.append(SubmissionResult(student, path.stem, error=str(error)))
+            keep = store.refused
         except Exception as error:  # noqa: BLE001  (one bad submission never stops the class; our code failed: the machine's)
             results.append(SubmissionResult(student, path.stem, machine=[grader_failed(error)]))
-            with contextlib.suppress(Exception):
-                untrusted.check_student_id(student)
-                remember_fault(work, results[-1], hashlib.sha256(stage.read_untrusted(path)).hexdigest(), path)
+            keep = store.faulted
         else:
             continue
         if with_feedback:
             results[-1].feedback = outcome_page(work, results[-1])
+        with contextlib.suppress(Exception):  # kept only under a usable student id, of a file that can be read
+            untrusted.check_student_id(student)
+            keep(work, results[-1], sha256=hashlib.sha256(stage.read_untrusted(path)).hexdigest(), source=path)
     if queued:
         prepare(course, work, sorted({staged.lesson.id for staged in queued}))
         register_students(course, work, {staged.student for staged in queued})
@@ -353,10 +291,9 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
             try:
                 return grade_staged(course, work, staged, config=config, with_feedback=with_feedback, executor=executor)
             except Exception as error:  # noqa: BLE001  (the grader's own code failed: the machine's row, graded again)
-                work.state(staged.student, staged.lesson.id).unlink(missing_ok=True)
                 failed = SubmissionResult(staged.student, staged.lesson.id, notes=list(staged.notes),
                                           machine=[grader_failed(error)])
-                remember_fault(work, failed, staged.sha256, staged.origin)
+                store.faulted(work, failed, sha256=staged.sha256, source=staged.origin)
                 if with_feedback:
                     failed.feedback = outcome_page(work, failed)
                 return failed

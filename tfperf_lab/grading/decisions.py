@@ -15,7 +15,6 @@ it (renamed ``<lesson>.dropped-<time>.json``), and the submission is back on the
 
 from __future__ import annotations
 
-import csv
 import datetime
 import getpass
 import json
@@ -24,6 +23,7 @@ import pathlib
 from nbgrader.api import Gradebook, MissingEntry
 
 from ..course import Course, Lesson, WorkFolder, notebook
+from . import store
 from .results import SubmissionResult, write_csv
 
 DECISIONS = ("accepted", "rejected")
@@ -116,16 +116,16 @@ def apply(gradebook: Gradebook, work: WorkFolder, lesson: Lesson, result: Submis
     _write(work, record)
 
 
-def _saved(work: WorkFolder, student: str, lesson_id: str) -> dict:
-    state = work.state(student, lesson_id)
-    if not state.exists():
-        graded = sorted(p.name for p in (work.root / "state").iterdir() if p.is_dir()) if (work.root / "state").is_dir() else []
+def _stored(work: WorkFolder, student: str, lesson_id: str) -> "store.Entry":
+    item = store.entry(work, student, lesson_id)
+    if item is None or item.outcome != "graded":
+        graded = store.graded_students(work)
         if student not in graded:
             raise ReviewError(f"no student {student!r} was graded in {work.root}"
                               + (f" (graded there: {', '.join(graded)})" if graded else " (nothing was graded there)"))
-        lessons = sorted(p.stem for p in work.states(student))
+        lessons = store.lessons_of(work, student)
         raise ReviewError(f"{student} has no graded submission of {lesson_id} in {work.root} (graded: {', '.join(lessons) or 'none'})")
-    return json.loads(state.read_text(encoding="utf-8"))
+    return item
 
 
 def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decision: str, *, by: str | None = None,
@@ -137,21 +137,21 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     if decision not in DECISIONS:
         raise ValueError(f"a decision is one of {DECISIONS}, not {decision!r}")
     lesson = course.lesson(lesson_id)
-    saved = _saved(work, student, lesson.id)
-    result = SubmissionResult.from_dict(saved["result"])
+    saved = _stored(work, student, lesson.id)
+    result = saved.result
     if not result.review:
         raise ReviewError(f"{student}'s {lesson.id} is not on the review list (no finding when it was graded): nothing to decide")
-    if decision == "accepted" and result.withheld == {} and "withheld" not in saved["result"]:
+    if decision == "accepted" and result.withheld == {} and not result.findings:
         raise ReviewError(f"{student}'s {lesson.id} was graded before the grader recorded what withheld cells earned: grade it "
                           f"again (tfperf-lab grade FOLDER --work {work.root} --force), then accept it")
     said = []
     earlier = load(work, student, lesson.id)
-    if earlier is not None and earlier.get("sha256") == saved.get("sha256"):
+    if earlier is not None and earlier.get("sha256") == saved.sha256:
         if earlier["decision"] == decision:
             return result, [f"{student}'s {lesson.id} was already {decision} by {earlier['by']} on {earlier['at'][:10]}: nothing changed"]
         said.append(f"{student}'s {lesson.id} was {earlier['decision']} by {earlier['by']} on {earlier['at'][:10]}: changed to {decision}")
     history = (earlier.get("history", []) + [{k: v for k, v in earlier.items() if k != "history"}]) if earlier else []
-    record = {"student": student, "lesson": lesson.id, "sha256": saved.get("sha256"), "source": saved.get("source"),
+    record = {"student": student, "lesson": lesson.id, "sha256": saved.sha256, "source": saved.source,
               "decision": decision, "by": by or getpass.getuser(), "at": _now(), "findings": result.findings or result.review,
               "history": history}
     with Gradebook(work.gradebook_url, course_id=course.id) as gradebook:
@@ -163,13 +163,12 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
             result.feedback = render(course, work, lesson.id, student, result)
         except RuntimeError as error:
             said.append(f"{student}: {error}")
-    saved["result"] = result.to_dict()
-    work.state(student, lesson.id).write_text(json.dumps(saved), encoding="utf-8")
+    store.decided(work, result)
     table = rewrite_csv(work, csv_path)
     try:  # the class page follows the decision (its review list and pass rates)
         from . import classpage
 
-        classpage.write(saved_results(work), classpage.folder(work), course=course, csv=table)
+        classpage.write(store.results(work), classpage.folder(work), course=course, csv=table)
     except Exception as error:  # noqa: BLE001  (the decision and the CSV stand: a page that cannot be drawn loses none)
         said.append(f"the class page could not be written again: {type(error).__name__}: {error}")
     paid = ", ".join(f"{cell} {points:g}" for cell, points in record["paid"].items()) or "no cell was withheld"
@@ -180,30 +179,9 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     return result, said
 
 
-def saved_results(work: WorkFolder) -> list[SubmissionResult]:
-    """Every result saved in the work folder's state, by student and lesson."""
-    results = []
-    for state in sorted((work.root / "state").glob("*/*.json")):
-        try:
-            results.append(SubmissionResult.from_dict(json.loads(state.read_text(encoding="utf-8"))["result"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return sorted(results, key=lambda r: (r.student, r.lesson))
-
-
 def rewrite_csv(work: WorkFolder, csv_path: pathlib.Path | None = None) -> pathlib.Path:
-    """The grades CSV again (the columns `tfperf-lab grade` writes), from every saved state; a row of the CSV there with
-    no saved state (a file refused before grading) is kept, with its status."""
-    target = csv_path or work.grades_csv
-    results = saved_results(work)
-    have = {(r.student, r.lesson) for r in results}
-    if target.exists():
-        with target.open(encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle):
-                if (row.get("student"), row.get("lesson")) not in have and row.get("student"):
-                    results.append(SubmissionResult(row["student"], row.get("lesson") or "?", error=row.get("status") or "not graded"))
-    results.sort(key=lambda r: (r.student, r.lesson))
-    return write_csv(results, target)
+    """The grades CSV again (the columns `tfperf-lab grade` writes), from every row of the store."""
+    return write_csv(store.results(work), csv_path or work.grades_csv)
 
 
 def context(nb: dict, cell_id: str, line: int, around: int = 2) -> list[str]:
@@ -220,7 +198,7 @@ def listing(course: Course, work: WorkFolder) -> list[str]:
     """Every submission on the review list: its findings with their lines in context, the cells withheld with the
     points their tests earned (and the grader's speed verdict), and its decision or how to take one."""
     out, pending, total = [], 0, 0
-    for result in saved_results(work):
+    for result in store.results(work):
         if not result.review:
             continue
         total += 1

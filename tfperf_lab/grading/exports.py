@@ -1,7 +1,7 @@
 """Exports: an already graded work folder as the files Canvas, Gradescope and PrairieLearn import; nothing is graded again.
 
 ``tfperf-lab export WORK --to canvas|gradescope|prairielearn [--out DIR] [--roster CSV]`` reads every saved result of
-``WORK/state/`` (`tfperf_lab.grading.decisions.saved_results`: a review decision already applied) and writes, under
+the results store (`tfperf_lab.grading.store.results`: every row, a review decision already applied) and writes, under
 ``OUT`` (default ``WORK/exports``):
 
 - ``canvas/grades.csv`` (`canvas`): Canvas's gradebook import, one row per student, one column per lesson.
@@ -28,7 +28,7 @@ import re
 from tfperf import stats
 
 from ..course import Course, Lesson, WorkFolder, notebook
-from .decisions import saved_results
+from . import store
 from .results import SubmissionResult
 from .untrusted import STUDENT_ID
 
@@ -412,7 +412,7 @@ def export(course: Course | None, work: WorkFolder, platform: str, *, out: pathl
         raise ExportError(f"unknown platform {platform!r}: one of {', '.join(PLATFORMS)}")
     if roster is not None and platform != "canvas":
         raise ExportError("--roster is Canvas's gradebook export: it only names the students of a Canvas export")
-    results = saved_results(work)
+    results = store.results(work)
     if not results:
         raise ExportError(f"nothing was graded in {work.root} (no saved result in {work.root / 'state'}): grade first "
                           f"(tfperf-lab grade FOLDER --work {work.root}), then export")
