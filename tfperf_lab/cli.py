@@ -85,7 +85,7 @@ def cmd_check(args) -> int:
 
 def cmd_grade(args) -> int:
     """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
-    from .grading import batch, store
+    from .grading import batch, roster, semester, store
 
     course = _course(args)
     work = _work(args, course)
@@ -107,8 +107,10 @@ def cmd_grade(args) -> int:
         results = batch.grade(course, pathlib.Path(args.folder).resolve(), work=work, csv_path=pathlib.Path(args.csv) if args.csv else None,
                               config=config, workers=args.workers or batch.DEFAULT_WORKERS,
                               force=args.force, cluster=args.cluster, cluster_timeout=args.cluster_timeout,
-                              only=course.lesson(args.only).id if args.only else None, told=told)
-    except ClusterUnavailable as error:
+                              only=course.lesson(args.only).id if args.only else None, told=told,
+                              roster=roster.read(pathlib.Path(args.roster), pathlib.Path(args.mapping) if args.mapping else None)
+                              if args.roster else None)
+    except (ClusterUnavailable, roster.RosterError, semester.SemesterError) as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
     for result in results:
@@ -470,6 +472,9 @@ def parser() -> argparse.ArgumentParser:
                        help="notebooks graded at once, each job on two cores of its own from 4 cores up (default: two on 2-3 cores, then one per "
                             "two cores; see docs/benchmarks.md)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded from the same file")
+    grade.add_argument("--roster", metavar="FILE", help="the class list (default: autograder/roster.csv if there): a CSV with "
+                       "student,name,email,sis_id,section, or Canvas's gradebook export; every student gets a row, 'not submitted' when nothing came")
+    grade.add_argument("--mapping", metavar="FILE", help="with --roster: folder,student lines for submission folders no roster column names")
     grade.add_argument("--only", metavar="LESSON", help="grade this lesson's submissions again (after fixing one of its tests) and "
                                                         "keep every other row as it stands; review decisions and manual scores survive")
     grade.add_argument("--cluster", metavar="ADDRESS", help="run each submission on a worker of this Dask cluster (tcp://host:8786; "

@@ -103,7 +103,8 @@ def test_grades_csv_has_one_column_per_graded_cell(graded):
     lines = (graded[1] / "grades.csv").read_text().splitlines()
     header = lines[0].split(",")
     expected = [f"{lesson.id}:{cell['id']}" for lesson in LESSONS for cell in lesson.grade_cells()]
-    assert header[:6] == ["student", "lesson", "score", "max_score", "status", "review"] and header[6:] == expected
+    assert header[:8] == ["student", "lesson", "score", "max_score", "status", "review", "submitted", "late_penalty"] \
+        and header[8:] == expected
     assert len(lines) == 2 + len(LESSONS)  # the last run in this work folder: the untouched versions and the offline one
 
 

@@ -24,7 +24,7 @@ import warnings
 
 from nbgrader.api import Gradebook
 
-from . import autograde, classpage, decisions, job, score, settings, stage, store
+from . import autograde, classpage, decisions, intake, job, score, settings, stage, store
 from .execute import grader_failed
 from . import untrusted
 from ..course.config import DEFAULTS, GradingConfig
@@ -116,7 +116,7 @@ def outcome_page(work: WorkFolder, result: SubmissionResult) -> pathlib.Path | N
 
 
 def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, config: GradingConfig = DEFAULTS,
-                 with_feedback: bool = True, executor=None) -> SubmissionResult:
+                 with_feedback: bool = True, executor=None, semester=None) -> SubmissionResult:
     """Execute and score one staged submission, then write its feedback and state; never raises for the notebook."""
     began = time.monotonic()
     staged.write(work)
@@ -128,6 +128,11 @@ def grade_staged(course: Course, work: WorkFolder, staged: stage.Staged, *, conf
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(run.log, encoding="utf-8")
     result = score.score(course, work, staged, run, manual_before=before)
+    result.submitted_at, result.submitted_how = staged.handed_in
+    if semester is not None:  # so the student's page says it too (every output assesses it again: `store.rows`)
+        from . import semester as semester_
+
+        semester_.assess(result, semester)
     scored = time.monotonic()
     if result.error:
         result.error += f" (log: {log})"
@@ -193,7 +198,8 @@ def _finished(course: Course, work: WorkFolder, student: str, path: pathlib.Path
 def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = None, csv_path: pathlib.Path | None = None,
           config: GradingConfig = DEFAULTS, workers: int = DEFAULT_WORKERS, force: bool = False,
           with_feedback: bool = True, progress: bool = True, cluster: str | None = None,
-          cluster_timeout: float = 30.0, only: str | None = None, told: "Told | None" = None) -> list[SubmissionResult]:
+          cluster_timeout: float = 30.0, only: str | None = None, told: "Told | None" = None, roster=None,
+          semester=None) -> list[SubmissionResult]:
     """Autograde every submission in ``folder``, write feedback and a CSV with one column per graded cell.
 
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
@@ -205,8 +211,13 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
     grades nothing. Raises `NoSubmissions` for an empty folder and
     `tfperf_lab.isolation.backends.SandboxUnavailable` when no sandbox works here and ``config.backend`` is not ``"none"``.
-    ``config`` (limits, sandbox) travels as one object to every job's runner.
+    ``config`` (limits, sandbox) travels as one object to every job's runner. The CSV and the class page show the class as
+    `store.rows` does: late penalties under ``semester`` and every student of ``roster`` (the course's own files unless
+    given). Returns those rows.
     """
+    from . import roster as roster_
+    from . import semester as semester_
+
     from tfperf import env as tf_env
 
     from ..isolation import backends
@@ -217,6 +228,9 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         backends.backend(config.backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
     work = work or course.default_work
     folder = pathlib.Path(folder)
+    semester = semester if semester is not None else semester_.load(semester_.default_path(course))
+    if roster is None and roster_.default_path(course).exists():
+        roster = roster_.read(roster_.default_path(course))
     pairs = find_submissions(folder)
     told = Told() if told is None else told
     if not pairs:
@@ -238,6 +252,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
             if stale and not force:
                 staged.notes.insert(0, STALE)
                 told.stale.append((student, staged.lesson.id))
+            staged.handed_in = intake.submission_time(path, folder / student)
             queued.append(staged)
         except untrusted.UntrustedInput as error:
             results.append(SubmissionResult(student, path.stem, error=str(error)))
@@ -247,6 +262,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
             keep = store.faulted
         else:
             continue
+        results[-1].submitted_at, results[-1].submitted_how = intake.submission_time(path, folder / student)
         if with_feedback:
             results[-1].feedback = outcome_page(work, results[-1])
         with contextlib.suppress(Exception):  # kept only under a usable student id, of a file that can be read
@@ -265,8 +281,8 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         if remote is not None:
             stack.callback(remote.close)
         results += grade_queued(course, work, queued, workers=workers, config=config, with_feedback=with_feedback,
-                                progress=progress, executor=remote)
-    results.sort(key=lambda r: (r.student, r.lesson))
+                                progress=progress, executor=remote, semester=semester)
+    results = store.rows(work, course, given=results, roster=roster, semester=semester)
     grades = write_csv(results, csv_path or work.grades_csv)
     try:  # every row of the class, resumed ones too; workers only when some ran now
         classpage.write(results, classpage.folder(work), course=course, workers=workers if queued else None,
@@ -277,7 +293,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
 
 
 def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int, config: GradingConfig = DEFAULTS,
-                 with_feedback: bool = True, progress: bool = False, executor=None) -> list[SubmissionResult]:
+                 with_feedback: bool = True, progress: bool = False, executor=None, semester=None) -> list[SubmissionResult]:
     """Grade the staged submissions, ``workers`` at a time. Each job claims cores of its own where it runs, if that
     machine has room (`tfperf_lab.isolation.cores`, in `tfperf_lab.grading.job.run_job`): here, or on a cluster worker.
 
@@ -289,7 +305,8 @@ def grade_queued(course: Course, work: WorkFolder, queued: list, *, workers: int
     with contextlib.chdir(os.getcwd()), concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         def one(staged: stage.Staged) -> SubmissionResult:
             try:
-                return grade_staged(course, work, staged, config=config, with_feedback=with_feedback, executor=executor)
+                return grade_staged(course, work, staged, config=config, with_feedback=with_feedback, executor=executor,
+                                    semester=semester)
             except Exception as error:  # noqa: BLE001  (the grader's own code failed: the machine's row, graded again)
                 failed = SubmissionResult(staged.student, staged.lesson.id, notes=list(staged.notes),
                                           machine=[grader_failed(error)])

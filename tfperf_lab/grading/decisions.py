@@ -164,11 +164,11 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
         except RuntimeError as error:
             said.append(f"{student}: {error}")
     store.decided(work, result)
-    table = rewrite_csv(work, csv_path)
+    table = rewrite_csv(work, csv_path, course)
     try:  # the class page follows the decision (its review list and pass rates)
         from . import classpage
 
-        classpage.write(store.results(work), classpage.folder(work), course=course, csv=table)
+        classpage.write(store.rows(work, course), classpage.folder(work), course=course, csv=table)
     except Exception as error:  # noqa: BLE001  (the decision and the CSV stand: a page that cannot be drawn loses none)
         said.append(f"the class page could not be written again: {type(error).__name__}: {error}")
     paid = ", ".join(f"{cell} {points:g}" for cell, points in record["paid"].items()) or "no cell was withheld"
@@ -179,9 +179,9 @@ def decide(course: Course, work: WorkFolder, student: str, lesson_id: str, decis
     return result, said
 
 
-def rewrite_csv(work: WorkFolder, csv_path: pathlib.Path | None = None) -> pathlib.Path:
-    """The grades CSV again (the columns `tfperf-lab grade` writes), from every row of the store."""
-    return write_csv(store.results(work), csv_path or work.grades_csv)
+def rewrite_csv(work: WorkFolder, csv_path: pathlib.Path | None = None, course: Course | None = None) -> pathlib.Path:
+    """The grades CSV again (the columns `tfperf-lab grade` writes), from every row of the store (`store.rows`)."""
+    return write_csv(store.rows(work, course), csv_path or work.grades_csv)
 
 
 def context(nb: dict, cell_id: str, line: int, around: int = 2) -> list[str]:

@@ -124,6 +124,13 @@ def outcome_items(result) -> tuple[str, list[str]]:
     not_run = [cell.id for cell in result.cells if cell.status == "not run"]
     if not_run:
         items.append(f"Not run, because the notebook stopped earlier: {', '.join(not_run)}.")
+    if result.late:
+        late = result.late
+        items.append(f"Handed in late: {late['submitted']} ({late['how']}), due {late['due']}"
+                     f"{' (your extension)' if late['extended'] else ''}, {late['days']} day(s) late: {late['penalty']:g} "
+                     f"points off ({late['policy']}). The points above are after it.")
+    elif result.excused:
+        items.append("You are excused from this lesson: it does not count against you.")
     if result.attempts > 1:
         items.append("Graded again after a fault of the grading machine; this is the grade.")
     return headline, items

@@ -13,6 +13,7 @@ import pathlib
 from tfperf.report import Record
 
 
+NOT_SUBMITTED = "not submitted"
 MACHINE = ("the grading machine's fault, not the notebook's (graded again by the next `tfperf-lab grade` once the "
            "machine is fixed)")
 
@@ -56,10 +57,27 @@ class SubmissionResult:
     # the grading machine's faults (no course, no sandbox, no freezer, no reference process): the row is the machine's,
     # never the student's; it is not saved as finished, so the next `tfperf-lab grade` grades it again
     machine: list[str] = dataclasses.field(default_factory=list)
+    submitted: bool = True  # False: a roster student with nothing handed in for this lesson (`tfperf_lab.grading.store.rows`)
+    submitted_at: str | None = None  # when it was handed in (ISO 8601), as the intake recorded it or the file's time
+    submitted_how: str | None = None  # where that time comes from: "the intake's record", "nbgrader's timestamp", "the file's time"
+    # lateness and its penalty, decided from the semester's due dates (`tfperf_lab.grading.semester.assess`):
+    # {"submitted", "due", "extended", "hours", "days", "penalty" (points), "policy", "how"}; None when on time
+    late: dict | None = None
+    excused: bool = False  # excused from this lesson by the semester file: no penalty, and not counted when missing
+
+    @property
+    def raw_score(self) -> float:
+        """The autograded points before any late penalty."""
+        return sum(cell.score or 0.0 for cell in self.cells if cell.kind == "auto")
+
+    @property
+    def penalty(self) -> float:
+        return float(self.late.get("penalty") or 0.0) if self.late else 0.0
 
     @property
     def score(self) -> float:
-        return sum(cell.score or 0.0 for cell in self.cells if cell.kind == "auto")
+        """The autograded points, less the late penalty (`tfperf_lab.grading.semester.assess`)."""
+        return max(0.0, self.raw_score - self.penalty)
 
     @property
     def max_score(self) -> float:
@@ -71,9 +89,15 @@ class SubmissionResult:
         the run)."""
         if self.machine:
             return f"{MACHINE}: {'; '.join(self.machine)}"
+        if not self.submitted:
+            return "excused" if self.excused else NOT_SUBMITTED
         if self.error:
             return self.error
         status = "graded without a sandbox (--no-sandbox)" if self.sandbox == "none" else "graded"
+        if self.late:
+            status += f", late {self.late['days']} day(s): -{self.late['penalty']:g} points"
+        elif self.excused:
+            status += ", excused"
         return status + (f" (again: {self.attempts - 1} grading worker(s) lost while it ran)" if self.attempts > 1 else "")
 
     def to_dict(self) -> dict:
@@ -94,12 +118,17 @@ class SubmissionResult:
         head = f"{self.lesson} ({self.student}): "
         if self.machine:
             lines = [head + f"NOT GRADED, {MACHINE}: " + "; ".join(self.machine)]
+        elif not self.submitted:
+            lines = [head + self.status]
         elif self.error:
             lines = [head + f"NOT GRADED: {self.error}"]
         else:
             manual = sum(cell.max_score for cell in self.cells if cell.kind == "manual")
             lines = [head + f"{self.score:g} / {self.max_score:g} points autograded" + (f", {manual:g} more graded by hand" if manual else "")
                      + f" ({self.seconds:.0f} s)"]
+            if self.late:
+                lines.append(f"  late: handed in {self.late['submitted']} ({self.late['how']}), due {self.late['due']}"
+                             f"{' (extended)' if self.late['extended'] else ''}: -{self.late['penalty']:g} points ({self.late['policy']})")
         lines += [f"  note: {note}" for note in self.notes]
         if self.decision:
             lines.append(f"  review: {self.decision['decision']} by {self.decision['by']} on {self.decision['at']}")
@@ -118,8 +147,9 @@ class SubmissionResult:
 
 
 def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Path:
-    """One row per submission: student, lesson, score, max, status, review (why a person should look, or empty; after
-    a person's decision, it starts with it: "accepted by NAME: ..."), then one column per graded cell."""
+    """One row per submission: student, lesson, score (less any late penalty), max, status, review (why a person should
+    look, or empty; after a person's decision, it starts with it: "accepted by NAME: ..."), submitted (when it was handed
+    in), late_penalty, then one column per graded cell."""
     columns: list[str] = []
     for result in results:
         for cell in result.cells:
@@ -129,12 +159,12 @@ def write_csv(results: list[SubmissionResult], path: pathlib.Path) -> pathlib.Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "lesson", "score", "max_score", "status", "review", *columns])
+        writer.writerow(["student", "lesson", "score", "max_score", "status", "review", "submitted", "late_penalty", *columns])
         for result in results:
             scores = {f"{result.lesson}:{cell.id}": ("" if cell.score is None else cell.score) for cell in result.cells}
             review = " | ".join(result.review)
             if result.decision and review:
                 review = f"{result.decision['decision']} by {result.decision['by']}: {review}"
             writer.writerow([result.student, result.lesson, result.score, result.max_score, result.status, review,
-                             *(scores.get(c, "") for c in columns)])
+                             result.submitted_at or "", result.penalty if result.late else "", *(scores.get(c, "") for c in columns)])
     return path

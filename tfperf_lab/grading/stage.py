@@ -40,6 +40,7 @@ class Staged:
     origin: pathlib.Path
     sha256: str
     extras: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    handed_in: tuple[str | None, str | None] = (None, None)  # when it was handed in, and how that is known (`intake.submission_time`)
 
     def write(self, work: WorkFolder) -> pathlib.Path:
         """Put the staged copy (and the exchange's files) at ``work.submitted(student, lesson)``."""

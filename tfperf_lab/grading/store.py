@@ -174,3 +174,51 @@ def graded_students(work: WorkFolder) -> list[str]:
 
 def lessons_of(work: WorkFolder, student: str) -> list[str]:
     return sorted(p.stem for p in (work.root / "state" / student).glob("*.json"))
+
+
+def rows(work: WorkFolder, course: Course | None = None, *, given: list[SubmissionResult] | None = None,
+         roster=None, semester=None) -> list[SubmissionResult]:
+    """The class as every output shows it: the stored rows (or the ``given`` ones), each assessed for lateness under the
+    semester (`tfperf_lab.grading.semester.assess`: the course's ``autograder/semester.toml`` unless given), and, with a
+    roster (the course's ``autograder/roster.csv`` unless given), a "not submitted" row scoring 0 (or "excused") for every
+    roster student and lesson with nothing handed in, and a note on every row of a folder the roster does not know."""
+    from . import roster as roster_
+    from . import semester as semester_
+    from .results import CellResult
+
+    found = list(results(work) if given is None else given)
+    if semester is None and course is not None:
+        semester = semester_.load(semester_.default_path(course))
+    if semester is not None:
+        for result in found:
+            if result.submitted:
+                semester_.assess(result, semester)
+    if roster is None and course is not None and roster_.default_path(course).exists():
+        roster = roster_.read(roster_.default_path(course))
+    if roster is None:
+        return sorted(found, key=lambda r: (r.student, r.lesson))
+    lessons = [lesson.id for lesson in course.lessons] if course is not None else []
+    assigned = [lesson for lesson in lessons if semester is not None and lesson in semester.due] or \
+        sorted({r.lesson for r in found if r.lesson in lessons} or {r.lesson for r in found})
+    have = set()
+    for result in found:
+        student = roster.find(result.student)
+        if student is None:
+            note = f"{result.student} is not on the roster"
+            if note not in result.notes:
+                result.notes.append(note)
+        else:
+            have.add((student.id, result.lesson))
+    for student in roster.students:
+        for lesson_id in assigned:
+            if (student.id, lesson_id) in have:
+                continue
+            try:
+                cells = [CellResult(cell["id"], 0.0, cell["points"], cell["kind"], "not submitted", "")
+                         for cell in course.lesson(lesson_id).grade_cells()] if course is not None else []
+            except LookupError:
+                cells = []
+            placeholder = SubmissionResult(student.id, lesson_id, cells=cells, submitted=False)
+            placeholder.excused = semester is not None and (student.id, lesson_id) in semester.excused
+            found.append(placeholder)
+    return sorted(found, key=lambda r: (r.student, r.lesson))
