@@ -121,7 +121,7 @@ CASES = [
     Case("syntax_error", lambda: tiny_course.append_to_answer(reference(), "def broken(:\n    pass"), zero=ALL_AUTO,
          note="has a syntax error at line"),  # named in the feedback, not only as the tests' NameErrors
     Case("sys_exit", lambda: tiny_course.append_to_answer(reference(), "import sys\nsys.exit(0)"), full=ALL_AUTO),
-    Case("kernel_crash", lambda: tiny_course.append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, error="kernel died"),
+    Case("kernel_crash", lambda: tiny_course.append_to_answer(reference(), "import os\nos._exit(1)"), zero=ALL_AUTO, note="kernel died"),
     Case("tests_tampered", lambda: _edit(_edit(_delete(slow(), "scale_has_no_loop"), "scale_is_faster", source="pass"),
                                          "scale_rejects_matrices", cell_type="markdown", outputs=None, execution_count=None),
          full=CORRECTNESS, zero=("scale_has_no_loop", "scale_is_faster"),

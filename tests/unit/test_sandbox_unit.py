@@ -46,8 +46,12 @@ def test_a_kernel_sees_a_clean_environment_no_network_and_its_own_cores(tmp_path
 
 @needs_bwrap
 def test_a_notebook_over_its_wall_time_is_stopped_and_said_so(tmp_path):
+    """The runner holds the notebook's limit itself: the cell is stopped and named, and the notebook comes back (the
+    host's hard kill is the backstop: tests/grading/test_time_limits.py)."""
     outcome = _run(tmp_path, "import time\ntime.sleep(60)", wall_seconds=8)
-    assert outcome.timed_out and outcome.notebook is None and "did not finish within 8 s" in outcome.problem
+    assert not outcome.timed_out and outcome.notebook is not None and outcome.problem is None
+    assert "time limit ran out in cell" in (outcome.stopped or ""), outcome.stopped
+    assert outcome.seconds < 8
 
 
 @needs_bwrap

@@ -37,6 +37,7 @@ class Execution:
     attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
     warnings: list = dataclasses.field(default_factory=list)  # limits that do not hold here (tfperf_lab.isolation.sandbox)
     machine: list = dataclasses.field(default_factory=list)  # the grading machine's faults: the row is the machine's, graded again
+    stopped: str | None = None  # it finished, but stopped before its end: its time limit ran out, or the kernel died
 
 
 _ENTRY = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ", flags=re.M)
@@ -108,4 +109,5 @@ def autograde(course: Course, work: WorkFolder, lesson_id: str, student: str, *,
         log=lines + "\n" + (files.log.read_text(encoding="utf-8") if files.log.exists() else ""),
         sandbox=run.seconds, inside=run.inside or {},
         verdicts=files.verdicts.read_text(encoding="utf-8") if run.judged and files.verdicts.exists() else "",
-        judged=run.judged, judge_notes=list(run.judge_notes), attempts=run.attempts, warnings=list(run.warnings), machine=machine)
+        judged=run.judged, judge_notes=list(run.judge_notes), attempts=run.attempts, warnings=list(run.warnings), machine=machine,
+        stopped=run.stopped)

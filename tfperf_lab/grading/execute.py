@@ -76,6 +76,7 @@ class RunReport:
     where: str = "here"
     attempts: int = 1  # more than one: a cluster worker died while running it, and another ran it again
     machine: list = dataclasses.field(default_factory=list)
+    stopped: str | None = None  # the notebook came back stopped before its end (its time limit, a dead kernel): `Outcome.stopped`
 
     def write(self, files: "RunFiles") -> None:
         files.run.write_text(json.dumps(dataclasses.asdict(self)), encoding="utf-8")
@@ -110,7 +111,23 @@ class SandboxedExecute(NbGraderPreprocessor):
         directory = pathlib.Path(self.records_directory or course.default_work.records)
         files = RunFiles.of(directory, student, lesson_id)
         files.folder.mkdir(parents=True, exist_ok=True)
-        scratch = directory.parent / "sandbox"
+        try:
+            return self._run(nb, resources, course=course, given=given, limit=limit, limits=limits, files=files,
+                             student=student, lesson_id=lesson_id, scratch=directory.parent / "sandbox")
+        except (SandboxFailed, untrusted.UntrustedInput) as error:  # the notebook's: it did not run, or came back malformed
+            report = RunReport.read(files) or RunReport(finished=time.time())
+            if not report.problem:
+                report.problem = str(error)
+                report.write(files)
+            raise
+        except Exception as error:  # our code (or a library under it) failed on the host: never the student's fault
+            report = RunReport.read(files) or RunReport(finished=time.time())
+            if not report.machine:
+                report.machine = [grader_failed(error)]
+                report.write(files)
+            raise
+
+    def _run(self, nb, resources, *, course, given, limit, limits, files, student, lesson_id, scratch):
         from ..speed.judge import JudgeUnavailable
         from .cluster import ClusterUnavailable
 
@@ -129,7 +146,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         files.verdicts.write_text(done.verdicts, encoding="utf-8")
         RunReport(problem=outcome.problem, seconds=outcome.seconds, inside=outcome.inside, timed_out=outcome.timed_out,
                   backend=outcome.backend, limit=limit, finished=time.time(), judged=done.judged, judge_notes=done.judge_notes,
-                  warnings=outcome.warnings, where=done.where, attempts=done.attempts, machine=done.machine).write(files)
+                  warnings=outcome.warnings, where=done.where, attempts=done.attempts, machine=done.machine,
+                  stopped=outcome.stopped).write(files)
         files.log.write_text(outcome.log + (f"\n[judge reference]\n{done.reference_log}" if done.judged else ""), encoding="utf-8")
         if outcome.notebook is None:
             raise SandboxFailed(outcome.problem or "the notebook did not come back from the sandbox")
@@ -138,6 +156,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         _put_back(executed, skipped)
         enforce_speed(executed, _speed_checks(course, lesson_id), Deciding.of(done, outcome.records))
         return executed, resources
+
+
+def grader_failed(error: BaseException) -> str:
+    """How a fault of the grader's own code is worded on a row (the machine's, graded again; `tfperf_lab.grading.batch`)."""
+    return f"the grader's own code failed ({type(error).__name__}: {str(error)[:300]})"
 
 
 def _leave_out_demonstrations(course: Course, lesson_id: str, sent: dict) -> dict[str, str]:

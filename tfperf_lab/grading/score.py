@@ -22,6 +22,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from tfperf.report import Record, parse_records
 
 from ..course import notebook
+from ..isolation import runner
 from . import decisions, review
 from ..course import Course, Lesson, WorkFolder
 from .autograde import Execution
@@ -29,14 +30,31 @@ from .results import CellResult, SubmissionResult
 from .stage import Staged
 
 
+NOTEBOOK_LIMIT_MESSAGE = "stopped: the notebook's time limit ran out in this cell (an endless loop?)"
+KERNEL_DIED_MESSAGE = "the kernel died while this cell ran (os._exit, a crash or out of memory)"
+
+
 def cell_outcomes(executed: dict) -> dict[str, tuple[str, str]]:
-    """grade_id -> (status from outputs, one-line message) of an executed notebook."""
+    """grade_id -> (status from outputs, one-line message) of an executed notebook. What the sandbox's runner wrote
+    into the cells a time limit or a dead kernel stopped (`tfperf_lab.isolation.runner`) comes first: the cell the
+    notebook's limit ran out in is a "timeout", the cell the kernel died in an "error", the cells after either "not run"."""
     outcomes = {}
     for cell in executed["cells"]:
         grade_id = notebook.nbgrader_meta(cell).get("grade_id") or cell.get("id")
         outputs = cell.get("outputs", []) or []
         errors = [o for o in outputs if o.get("output_type") == "error"]
         stderr = [o for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+        stopped = next((o for o in errors if o.get("ename") in (runner.NOTEBOOK_LIMIT, runner.NOT_RUN, runner.KERNEL_DIED)), None)
+        if stopped is not None:
+            ename = stopped.get("ename")
+            if ename == runner.NOTEBOOK_LIMIT:
+                outcomes[grade_id] = ("timeout", NOTEBOOK_LIMIT_MESSAGE)
+            elif ename == runner.KERNEL_DIED:
+                outcomes[grade_id] = ("error", KERNEL_DIED_MESSAGE)
+            else:
+                evalue = notebook.text(stopped.get("evalue", "")).strip()
+                outcomes[grade_id] = ("not run", evalue.splitlines()[0][:300] if evalue else "not run")
+            continue
         if errors:
             ename, evalue = errors[0].get("ename", "Error"), notebook.text(errors[0].get("evalue", ""))
             if ename in ("CellTimeoutError", "KeyboardInterrupt"):  # nbgrader interrupts a cell at its time limit
@@ -153,9 +171,19 @@ def score(course: Course, work: WorkFolder, staged: Staged, execution: Execution
         for cell in result.cells:
             if cell.status == "error" and cell.message.startswith("NameError"):
                 cell.message += f" (cell {broken[0][0]} has a syntax error{broken[0][1]})"
-    timed_out = [cell_id for cell_id, (status, _) in outcomes.items() if status == "timeout"]
+    limit = [cell_id for cell_id, (status, message) in outcomes.items() if status == "timeout" and message == NOTEBOOK_LIMIT_MESSAGE]
+    timed_out = [cell_id for cell_id, (status, message) in outcomes.items() if status == "timeout" and cell_id not in limit]
+    died = [cell_id for cell_id, (status, message) in outcomes.items() if message == KERNEL_DIED_MESSAGE]
     if timed_out:
-        result.notes.append(f"cells that ran out of time (stopped, scored 0, the rest graded): {', '.join(timed_out)}")
+        result.notes.append(f"cells that ran out of time (stopped at the cell time limit, scored 0, the rest graded): {', '.join(timed_out)}")
+    for cell_id in limit:
+        result.notes.append(f"the notebook's time limit ran out in cell {cell_id} (an endless loop?): it was stopped, the cells "
+                            "after it were not run (0 points), and every cell before it keeps its points")
+    for cell_id in died:
+        result.notes.append(f"the kernel died while cell {cell_id} ran (os._exit, a crash or out of memory): the cells after it "
+                            "were not run, and every cell before it keeps its points")
+    if finished and execution.stopped and not limit and not died:  # stopped where no cell says so (before the first cell)
+        result.notes.append(execution.stopped)
     return result
 
 

@@ -36,6 +36,7 @@ from ..course.config import DATA_VARIABLE, DEFAULTS, GRADER_VARIABLE, OFFLINE_VA
 from .backends import INSIDE, Backend
 from .cgroups import Cgroup, sweep_stale
 from .contract import Limits, Outcome, Watcher
+from .runner import KERNEL_DIED, NOTEBOOK_LIMIT
 
 RUNNER = "tfperf_lab.isolation.runner"
 RECORDS_LIMIT = 4 * 1024 * 1024
@@ -142,6 +143,11 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     With a judge (a `Watcher`: `tfperf_lab.speed.judge.Judge`), its socket folder is mounted read-only at /grader, the
     kernel is told where it is, the judge gets the job's freezer (to freeze it while the baseline runs) and follows the
     runner's cell progress, and the time the job spent paused is added to its wall-clock limit.
+
+    The runner holds that limit itself, a few seconds short of it (`tfperf_lab.isolation.runner.Budget`): the cell it
+    runs out in is stopped, and the notebook comes back with every cell that ran before. Killing the whole sandbox at
+    the limit (nothing comes back: ``problem`` says so) is the backstop. A notebook whose kernel died comes back too,
+    its cells saying where; ``stopped`` says what stopped either early.
     """
     scratch.mkdir(parents=True, exist_ok=True)
     job = _job_folder(scratch, nb, lesson_files)
@@ -219,13 +225,16 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     records = _read_back(job / "out" / "records.jsonl", RECORDS_LIMIT)
     timings = _read_back(job / "out" / "timings.json", 4096)
     shutil.rmtree(job, ignore_errors=True)
-    problem = None
-    if timed_out:
+    problem = stopped = None
+    died = "the kernel died while running the notebook (os._exit, a crash or out of memory)"
+    if timed_out:  # the backstop: the runner stops a notebook at its limit itself (runner.Budget), keeping what ran
         problem = f"the notebook did not finish within {limits.wall_seconds:.0f} s and was stopped"
     elif out_of_memory and (process.returncode != 0 or executed is None):
         problem = f"the notebook used more than its {limits.memory_mb} MiB of memory and was stopped"
-    elif process.returncode == 3 or "DeadKernelError" in log or "Kernel died" in log:
-        problem = "the kernel died while running the notebook (os._exit, a crash or out of memory)"
+    elif process.returncode == 3 and executed is not None:  # the cells that ran before the crash keep what they did
+        stopped = died
+    elif process.returncode == 3 or (executed is None and ("DeadKernelError" in log or "Kernel died" in log)):
+        problem = died
     elif process.returncode != 0 or executed is None:
         tail = log.strip().splitlines()[-1][:300] if log.strip() else f"exit status {process.returncode}"
         problem = f"the notebook could not be run: {tail}"
@@ -235,12 +244,35 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
             notebook = json.loads(executed)
         except (ValueError, RecursionError):
             problem = "the executed notebook that came back is not valid JSON"
+    if notebook is not None:
+        stopped = _stopped(notebook, stopped)
     try:
         inside = {key: float(value) for key, value in json.loads(timings or b"{}").items()}
     except (ValueError, TypeError, AttributeError):
         inside = {}
     return Outcome(notebook, (records or b"").decode("utf-8", "replace"), seconds, process.returncode, timed_out, problem, log,
-                   chosen.name, inside, warnings)
+                   chosen.name, inside, warnings, stopped)
+
+
+def _stopped(notebook: dict, stopped: str | None) -> str | None:
+    """What stopped the notebook before its end, as the runner wrote it into the cells (``NotebookTimeLimit``,
+    ``KernelDied``: `tfperf_lab.isolation.runner`), naming the cell; ``stopped`` (the host's own word) when none says so.
+    A report for people only: the points come from the cells' outputs, scored on the host."""
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        if not isinstance(cell, dict):
+            continue
+        outputs = cell.get("outputs")
+        for output in outputs if isinstance(outputs, list) else []:
+            ename = output.get("ename") if isinstance(output, dict) else None
+            if ename in (NOTEBOOK_LIMIT, KERNEL_DIED):
+                meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+                nbgrader = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
+                name = str(nbgrader.get("grade_id") or cell.get("id") or f"#{index}")[:100]
+                if ename == KERNEL_DIED:
+                    return f"the kernel died while cell {name} ran (os._exit, a crash or out of memory)"
+                return f"the notebook's time limit ran out in cell {name}: it was stopped and the cells after it were not run"
+    return stopped
 
 
 if __name__ == "__main__":
