@@ -173,7 +173,7 @@ def test_each_folders_docstring_and_the_readme_name_what_the_folder_holds():
 
 def test_only_the_command_line_exits():
     programs = {"cli", "__main__", "isolation.runner", "isolation.sandbox", "speed.reference", "speed.timer",
-                "speed.zygote"}
+                "speed.zygote", "grading.exports.gradescope_autograder", "grading.exports.prairielearn"}
     for name, path in _modules("tfperf_lab").items():
         if name in programs:
             continue  # the command line, and the programs that run as processes of their own
