@@ -83,6 +83,26 @@ def cmd_check(args) -> int:
     return 1 if result.error or result.machine else 0
 
 
+def cmd_collect(args) -> int:
+    """Turn a platform's bulk download into SUBMISSIONS/<student>/<lesson>.ipynb, each with the time it was handed in:
+    Canvas's Download Submissions zip, Gradescope's Export Submissions (zip or folder), nbgrader's exchange (its inbound
+    folder). The latest copy of a student's lesson wins; every file not placed is named with the reason (exit code 1)."""
+    from .grading import intake, roster
+
+    course = _course(args)
+    try:
+        lesson = course.lesson(args.lesson).id if args.lesson else None
+        into = pathlib.Path(args.into) if args.into else course.root / "submissions"
+        done = intake.collect(course, pathlib.Path(args.source), into, lesson=lesson,
+                              roster=intake.load_roster(course, pathlib.Path(args.roster) if args.roster else None,
+                                                        pathlib.Path(args.mapping) if args.mapping else None))
+    except (intake.IntakeError, roster.RosterError) as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(done.lines()))
+    return 1 if done.unplaced else 0
+
+
 def cmd_grade(args) -> int:
     """Autograde a folder of submissions (one sub-folder per student); write feedback and a CSV."""
     from .grading import batch, roster, semester, store
@@ -164,6 +184,29 @@ def cmd_review(args) -> int:
     return 0
 
 
+def cmd_page(args) -> int:
+    """Draw the class page again from the stored results, grading nothing: WORK/class/index.html, or with --anonymous
+    a page for a lecture (stable pseudonyms, no student id, no feedback link) in WORK/class-anonymous/."""
+    from .course import WorkFolder
+    from .grading import classpage, roster, semester, store
+
+    course = _course(args)
+    work = WorkFolder(pathlib.Path(args.work)) if args.work else course.default_work
+    if not (work.root / "state").is_dir() and not (work.root / "faults").is_dir():
+        print(f"tfperf-lab: nothing was graded in {work.root} (grade first: tfperf-lab grade FOLDER --work {work.root})", file=sys.stderr)
+        return 2
+    try:
+        rows = store.rows(work, course)
+    except (roster.RosterError, semester.SemesterError) as error:
+        print(f"tfperf-lab: {error}", file=sys.stderr)
+        return 2
+    out = pathlib.Path(args.out) if args.out else classpage.folder(work, anonymous=args.anonymous)
+    page = classpage.write(rows, out, course=course, work=work, anonymous=args.anonymous,
+                           csv=None if args.anonymous or not work.grades_csv.exists() else work.grades_csv)
+    print(f"class page{' (anonymous)' if args.anonymous else ''}: {page}")
+    return 0
+
+
 def cmd_regrade(args) -> int:
     """Judge one graded submission's speed checks N more times (an appeal): every verdict, its raw rounds and the
     machine's state go to WORK/appeals/STUDENT/LESSON/; no grade changes."""
@@ -184,14 +227,16 @@ def cmd_regrade(args) -> int:
 
 
 def cmd_export(args) -> int:
-    """Write a graded work folder's grades as the files Canvas, Gradescope or PrairieLearn import (nothing runs again)."""
+    """Write a graded work folder's grades as the files Canvas, Gradescope or PrairieLearn import (nothing runs again),
+    or the autograder Gradescope grades each submission with (--to gradescope-autograder)."""
     from .grading import exports
 
     course = _course(args)
     work = _work(args, course)
     try:
         written = exports.export(course, work, args.to, out=pathlib.Path(args.out) if args.out else None,
-                                 roster=pathlib.Path(args.roster) if args.roster else None)
+                                 roster=pathlib.Path(args.roster) if args.roster else None,
+                                 mapping=pathlib.Path(args.mapping) if args.mapping else None)
     except exports.ExportError as error:
         print(f"tfperf-lab: {error}", file=sys.stderr)
         return 2
@@ -409,7 +454,9 @@ EXAMPLES = {
     "release": "tfperf-lab release 01",
     "check": "tfperf-lab check my-work/01_callable_handles/01_callable_handles.ipynb",
     "grade": "tfperf-lab grade submissions/ --workers 2",
+    "collect": "tfperf-lab collect submissions.zip --into submissions/ --roster canvas-gradebook.csv --lesson 01",
     "review": "tfperf-lab review --accept alice 03",
+    "page": "tfperf-lab page --anonymous",
     "export": "tfperf-lab export --to canvas --roster canvas-gradebook.csv",
     "regrade": "tfperf-lab regrade alice 03 --runs 5",
     "run": "tfperf-lab run 03 --out report/",
@@ -484,6 +531,18 @@ def parser() -> argparse.ArgumentParser:
     add_options(grade, "backend")  # --no-sandbox: student code runs without isolation, as you (the CSV and report say so)
     grade.set_defaults(func=cmd_grade)
 
+    collect = subcommand(sub, "collect", cmd_collect.__doc__)
+    collect.add_argument("source", help="Canvas's submissions .zip, Gradescope's export (.zip or folder), or nbgrader's exchange "
+                                        "(the exchange root, <root>/<course> or its inbound/ folder); never written")
+    collect.add_argument("--into", metavar="SUBMISSIONS", help="where to place them (default: the course's submissions/)")
+    collect.add_argument("--roster", metavar="FILE", help="the class list (default: autograder/roster.csv if there): Canvas's "
+                         "gradebook export gives Canvas's user ids; the course's CSV matches Gradescope's e-mail or SID")
+    collect.add_argument("--mapping", metavar="FILE", help="folder,student lines: a platform's name for a student (Canvas user "
+                         "id, e-mail, SID, hub user name) -> the student's folder, where the roster does not say")
+    collect.add_argument("--lesson", metavar="LESSON", help="the lesson of every file (default: from each file's name, a lesson id "
+                         "or its two-digit number); for the exchange: collect only this lesson")
+    collect.set_defaults(func=cmd_collect)
+
     review = subcommand(sub, "review", cmd_review.__doc__)
     review.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
     decision = review.add_mutually_exclusive_group()
@@ -494,14 +553,24 @@ def parser() -> argparse.ArgumentParser:
     review.add_argument("--csv", help="the grades CSV to rewrite (default: WORK/grades.csv)")
     review.set_defaults(func=cmd_review)
 
+    page = subcommand(sub, "page", cmd_page.__doc__)
+    page.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
+    page.add_argument("--anonymous", action="store_true", help="pseudonyms instead of student ids (stable: keyed by "
+                      "WORK/class/.pseudonym-key, made once), no feedback or grades link: a page to show in a lecture")
+    page.add_argument("--out", metavar="DIR", help="where to write it (default: WORK/class/, with --anonymous WORK/class-anonymous/)")
+    page.set_defaults(func=cmd_page)
+
     export = subcommand(sub, "export", cmd_export.__doc__)
     export.add_argument("work", nargs="?", help="the work folder `tfperf-lab grade --work` wrote (default: the course's .work/)")
-    export.add_argument("--to", required=True, choices=["canvas", "gradescope", "prairielearn"],
-                        help="canvas: OUT/canvas/grades.csv (Grades > Import); gradescope, prairielearn: "
-                             "OUT/<platform>/<student>/<lesson>/results.json")
+    from .grading import exports  # the registry: one module per platform (tfperf_lab/grading/exports/), standard library only
+
+    export.add_argument("--to", required=True, choices=exports.PLATFORMS,
+                        help="; ".join(f"{name}: {exports.REGISTRY[name].help}" for name in exports.PLATFORMS).replace("%", "%%"))
     export.add_argument("--out", help="where to write (default: WORK/exports)")
-    export.add_argument("--roster", help="with --to canvas: Canvas's gradebook export (Grades > Export), to give each row its "
-                                         "Canvas ID, matched on SIS Login ID, SIS User ID or name = the submission folder's name")
+    export.add_argument("--roster", metavar="FILE", help="the class list (default: autograder/roster.csv if there): the course's "
+                        "CSV (student,name,email,sis_id,section) or Canvas's gradebook export (Grades > Export), which also "
+                        "gives Canvas's ids and assignment columns; every roster student gets a row")
+    export.add_argument("--mapping", metavar="FILE", help="folder,student lines for submission folders no roster column names")
     export.set_defaults(func=cmd_export)
 
     regrade = subcommand(sub, "regrade", cmd_regrade.__doc__)

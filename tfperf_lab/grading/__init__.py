@@ -13,8 +13,9 @@
 `nbgrader_patches` holds the tool's only two changes to nbgrader, each with its reason. Also here,
 because they grade: `exchange` (nbgrader's JupyterHub exchange), `flake` (a flake campaign grades answers many times),
 `appeal` (``tfperf-lab regrade``: a contested submission's speed checks judged N more times, an appeal bundle) and
-`exports` (``tfperf-lab export``: a graded work folder's grades for Canvas, Gradescope and PrairieLearn). The class and
-its semester: `intake` (``tfperf-lab collect``: a platform's download into ``submissions/``, with each file's time),
+`exports` (``tfperf-lab export``: a graded work folder's grades for Canvas, Gradescope and PrairieLearn, one module
+per platform, and the glue that grades a submission on Gradescope or PrairieLearn). The class and its semester:
+`intake` (``tfperf-lab collect``: a platform's download into ``submissions/``, with each file's time),
 `roster` (the class list), `semester` (due dates, extensions, the late policy) and `store` (every row of a class,
 written and read in one place). The only folder that imports nbgrader; it uses every folder below it.
 """

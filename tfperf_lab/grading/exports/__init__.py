@@ -1,54 +1,53 @@
-"""Exports: an already graded work folder as the files Canvas, Gradescope and PrairieLearn import; nothing is graded again.
+"""Exports: grades back where they live. A registry of platforms, each one module of this package that registers itself.
 
-``tfperf-lab export WORK --to canvas|gradescope|prairielearn [--out DIR] [--roster CSV]`` reads every saved result of
-the results store (`tfperf_lab.grading.store.results`: every row, a review decision already applied) and writes, under
-``OUT`` (default ``WORK/exports``):
+``tfperf-lab export [WORK] --to PLATFORM [--out DIR] [--roster FILE] [--mapping FILE]`` runs the platform's exporter
+(`export`) into ``OUT/<platform>/`` (default ``WORK/exports``); nothing is graded again. The platforms, one module each:
 
-- ``canvas/grades.csv`` (`canvas`): Canvas's gradebook import, one row per student, one column per lesson.
-- ``gradescope/<student>/<lesson>/results.json`` (`gradescope`): a Gradescope autograder's ``results.json``.
-- ``prairielearn/<student>/<lesson>/results.json`` (`prairielearn`): a PrairieLearn external grader's ``results.json``.
+- `canvas`: ``grades.csv`` for Canvas's Grades > Import, a row for every student of the roster;
+- `gradescope`: ``<student>/<lesson>/results.json``, a Gradescope autograder's results per graded submission;
+- `prairielearn`: ``<student>/<lesson>/results.json``, a PrairieLearn external grader's results, and the external
+  grader's entrypoint (``python -m tfperf_lab.grading.exports.prairielearn grade``);
+- `gradescope_autograder`: ``autograder.zip``, the autograder Gradescope builds its image from (``setup.sh``,
+  ``run_autograder`` and the course), whose ``run_autograder`` grades each submission as it comes.
 
-What every export keeps: the autograded points only (written answers graded by hand in the formgrader are not in the
-saved state, and are named as left out); a cell withheld for review scores 0 with its status ``review`` in its
-message, as in the course's CSV; a submission that could not be graded says why, without the instructor's log path.
-Nothing a learner may not see goes out: no hidden test code and no traceback, only the cells' messages (already
-reduced to ``Type: message`` by the score stage, as in the feedback) and the measured speedups. Submissions refused
-before grading (rows of ``grades.csv`` with no saved state) have no lesson and are not exported. Library code: it
-raises `ExportError`; the command line turns it into exit code 2.
+A new format is one file in this folder (pytest's plugins are the model): a module whose function, decorated with
+`register`, takes a `Request` and returns a `Written`; this package imports every module of its folder, and every
+``tfperf_lab.exports`` entry point of an installed package, when it is imported. Modules import only the standard
+library at their top (the command line builds ``--to``'s choices from the registry, with or without the grader's
+packages); what they grade or read with is imported where it is used.
+
+What every export keeps: the class as `tfperf_lab.grading.store.rows` shows it (a review decision and a late penalty
+applied; with a roster, a "not submitted" row for every roster student and lesson with nothing handed in), and nothing
+a learner may not see: no hidden test code, no traceback, no instructor's log path; only the cells' messages (already
+reduced to ``Type: message`` by the score stage, as in the feedback) and the measured speedups. Library code: it raises
+`ExportError`; the command line turns it into exit code 2.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
+import importlib
 import json
 import pathlib
+import pkgutil
 import re
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Callable
 
-from tfperf import stats
+if TYPE_CHECKING:  # imported where used: the registry must load without the grader's packages
+    from ...course import Course, Lesson, WorkFolder
+    from ...course.config import GradingConfig
+    from ..results import SubmissionResult
+    from ..roster import Roster
 
-from ..course import Course, Lesson, WorkFolder, notebook
-from . import store
-from .results import SubmissionResult
-from .untrusted import STUDENT_ID
-
-PLATFORMS = ("canvas", "gradescope", "prairielearn")
-
-# Canvas's gradebook importer (instructure/canvas-lms, app/models/gradebook_importer.rb): the header's first column
-# holds "Student", the second "ID", then "SIS User ID" and "SIS Login ID", and the last student column "Section";
-# a row whose first cell holds "Points Possible" sets each new assignment's points.
-CANVAS_STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-CANVAS_POINTS_POSSIBLE = "Points Possible"
-CANVAS_TITLE_AND_ID = re.compile(r"\A(.*)\s\((\d+)\)\Z")  # Canvas's Assignment.title_and_id: "Lesson 01 (12345)"
-
-# Gradescope's test visibilities (gradescope-autograders.readthedocs.io/en/latest/specs/#controlling-test-case-visibility)
-VISIBLE, AFTER_PUBLISHED = "visible", "after_published"
+ENTRY_POINTS = "tfperf_lab.exports"  # an installed package's exporters: [project.entry-points."tfperf_lab.exports"]
 
 _LOG_PATH = re.compile(r"\s*\(log: [^()]*\)\s*$")  # grade_staged appends the instructor's log path to an error
 
 
 class ExportError(Exception):
-    """Nothing to export (no saved state), an unknown platform, or a roster that is not a Canvas gradebook export."""
+    """Nothing to export (no saved state), an unknown platform, or a roster that cannot be read."""
 
 
 @dataclasses.dataclass
@@ -62,43 +61,113 @@ class Written:
 
     def summary(self) -> str:
         """One line: how many files were written where."""
-        pattern = {"canvas": "grades.csv", "gradescope": "<student>/<lesson>/results.json",
-                   "prairielearn": "<student>/<lesson>/results.json"}[self.platform]
-        return f"{self.platform}: {len(self.files)} file(s) written in {self.folder} ({pattern})"
+        _discover()
+        entry = REGISTRY.get(self.platform)
+        return f"{self.platform}: {len(self.files)} file(s) written in {self.folder} ({entry.files if entry else 'files'})"
+
+
+@dataclasses.dataclass
+class Request:
+    """What an exporter gets: the course, the work folder, its own folder (``OUT/<platform>``), the roster (None: no
+    class list) and the class's rows (`tfperf_lab.grading.store.rows`; empty for a platform that reads no grades)."""
+
+    course: "Course | None"
+    work: "WorkFolder"
+    folder: pathlib.Path
+    roster: "Roster | None" = None
+    rows: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """One registered export: its name (``--to NAME``), one line of help, what it writes (for the summary), whether it
+    reads the graded work folder, and its function."""
+
+    name: str
+    help: str
+    files: str
+    write: Callable[[Request], Written]
+    reads_grades: bool = True
+
+
+REGISTRY: dict[str, Platform] = {}
+
+
+def register(name: str, *, help: str, files: str, reads_grades: bool = True):
+    """Decorator: register ``function(request) -> Written`` as the export ``name`` (``tfperf-lab export --to NAME``)."""
+    def add(function: Callable[[Request], Written]) -> Callable[[Request], Written]:
+        if function.__module__ == "__main__":  # a platform's module run as a program (its glue): registered on import
+            return function
+        if name in REGISTRY and REGISTRY[name].write is not function:
+            raise ValueError(f"two exporters are named {name!r}: {REGISTRY[name].write.__module__} and {function.__module__}")
+        REGISTRY[name] = Platform(name, help, files, function, reads_grades)
+        return function
+    return add
+
+
+_DISCOVERED: list[bool] = []
+
+
+def _discover() -> None:
+    """Import every module of this folder (each registers its platform) and every installed exporter's entry point,
+    once, the first time the registry is read (so ``python -m`` runs a platform's module without importing it twice)."""
+    if _DISCOVERED:
+        return
+    _DISCOVERED.append(True)
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    try:
+        from importlib.metadata import entry_points
+
+        found = entry_points(group=ENTRY_POINTS)
+    except Exception:  # noqa: BLE001  (a broken installed distribution never hides the course's own exports)
+        found = ()
+    for item in found:
+        try:
+            item.load()
+        except Exception:  # noqa: BLE001
+            continue
 
 
 # ---------------------------------------------------------------------------------------------------------------- helpers
 
 
-def _lesson(course: Course | None, lesson_id: str) -> Lesson | None:
+def lesson_of(course: "Course | None", lesson_id: str) -> "Lesson | None":
     """The course's lesson of exactly this id, or None (a lesson no longer in the course, or no course)."""
     if course is None:
         return None
     return next((lesson for lesson in course.lessons if lesson.id == lesson_id), None)
 
 
-def _why_not_graded(result: SubmissionResult) -> str | None:
-    """Why a submission has no grade (the grading machine's fault or the notebook's error), or None when it has one;
+def why_not_graded(result: "SubmissionResult") -> str | None:
+    """Why a submission has no grade (the grading machine's fault, or the notebook's error), or None when it has one;
     the instructor's log path is left out."""
-    machine = getattr(result, "machine", None)
-    if machine:
-        return "not graded because of the grading machine, not the notebook: " + "; ".join(machine)
+    if result.machine:
+        return "not graded because of the grading machine, not the notebook: " + "; ".join(result.machine)
     if result.error:
         return _LOG_PATH.sub("", result.error)
     return None
 
 
-def _auto(result: SubmissionResult) -> list:
+def refused(result: "SubmissionResult") -> bool:
+    """A file that was never run: not a notebook, not one of this course's (an error and no graded cells)."""
+    return bool(result.error) and not result.cells and not result.machine
+
+
+def auto_cells(result: "SubmissionResult") -> list:
     return [cell for cell in result.cells if cell.kind == "auto"]
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """Points as Canvas shows them: at most two decimals, no trailing zeros (7, 0.5, 2.33)."""
     return f"{round(float(value), 2):g}"
 
 
-def _measurement(item) -> str:
+def measurement(item) -> str:
     """One measured speedup, as the course's report says it."""
+    from tfperf import stats
+
     kind = "speed check" if item.threshold else "measured"
     line = f"{kind} {item.name}: {item.speedup:.2f}x ({stats.shown(item.ci)}"
     if item.threshold:
@@ -108,13 +177,16 @@ def _measurement(item) -> str:
     return line
 
 
-def _checks(lesson: Lesson | None) -> dict[str, list[str]]:
+def checks(lesson: "Lesson | None") -> dict[str, list[str]]:
+    """grade_id -> the speed checks its test cell runs."""
     return lesson.speed_checks() if lesson is not None else {}
 
 
-def hidden_cells(course: Course | None, lesson: Lesson | None) -> set[str] | None:
+def hidden_cells(course: "Course | None", lesson: "Lesson | None") -> set[str] | None:
     """The graded cells of ``lesson`` whose source has a hidden-test region (``### BEGIN HIDDEN TESTS``), or None when
     that is not known here: no lesson, or a course folder without the sources (a learner's clone)."""
+    from ...course import notebook
+
     if lesson is None or course is None or not course.has_hidden_tests:
         return None
     return {notebook.nbgrader_meta(cell).get("grade_id") or cell.get("id")
@@ -122,17 +194,55 @@ def hidden_cells(course: Course | None, lesson: Lesson | None) -> set[str] | Non
             if notebook.nbgrader_meta(cell).get("grade") and notebook.hidden_regions(notebook.source(cell))}
 
 
-def summary_lines(result: SubmissionResult, lesson: Lesson | None = None) -> list[str]:
-    """What a learner reads about the whole submission: points, the review, notes and every measured speedup."""
-    title = f"{lesson.title} ({result.lesson})" if lesson is not None else result.lesson
-    why = _why_not_graded(result)
-    if why:
-        return [f"{title}: NOT GRADED: {why}"]
-    head = f"{title}: {result.score:g} / {result.max_score:g} points autograded"
+def descriptions(lesson: "Lesson | None") -> dict[str, str]:
+    """grade_id -> what the test checks, in the learner's words: the first line of its test cell's docstring (from the
+    visible part of the cell only); a written answer is "written answer (ID)"; a cell without a docstring, its id."""
+    import ast
+
+    from ...course import notebook
+
+    if lesson is None:
+        return {}
+    found = {}
+    for cell in lesson.source_notebook()["cells"]:
+        meta = notebook.nbgrader_meta(cell)
+        if not meta.get("grade"):
+            continue
+        grade_id = meta.get("grade_id") or cell.get("id") or "?"
+        said = ""
+        if cell.get("cell_type") == "code":
+            try:
+                said = (ast.get_docstring(notebook.parse(notebook.visible(notebook.source(cell)))) or "").strip().split("\n")[0]
+            except (SyntaxError, ValueError):
+                said = ""
+        else:
+            said = f"written answer ({grade_id})"
+        found[grade_id] = said.strip() or grade_id
+    return found
+
+
+def title(result: "SubmissionResult", lesson: "Lesson | None") -> str:
+    return f"{lesson.title} ({result.lesson})" if lesson is not None else result.lesson
+
+
+def summary_lines(result: "SubmissionResult", lesson: "Lesson | None" = None) -> list[str]:
+    """What a learner reads about the whole submission: points, why it stopped, the review, notes and every measured
+    speedup. A file never run says only why; a notebook that stopped (out of time, the kernel died) has its points."""
+    head = title(result, lesson)
+    why = why_not_graded(result)
+    if result.machine or refused(result):
+        return [f"{head}: NOT GRADED: {why}"]
+    if not result.submitted:
+        return [f"{head}: {result.status}"]
+    line = f"{head}: {result.score:g} / {result.max_score:g} points autograded"
     manual = sum(cell.max_score for cell in result.cells if cell.kind == "manual")
     if manual:
-        head += f"; {manual:g} more graded by hand (written answers), not in this score"
-    lines = [head]
+        line += f"; {manual:g} more graded by hand (written answers), not in this score"
+    lines = [line]
+    if why:
+        lines.append(f"stopped before its end: {why}")
+    if result.late:
+        lines.append(f"late: -{result.penalty:g} points ({result.late.get('policy', 'the late policy')})")
     if result.review:
         if result.decision:
             lines.append(f"review: {result.decision['decision']} by {result.decision['by']} on {result.decision['at'][:10]}")
@@ -140,285 +250,189 @@ def summary_lines(result: SubmissionResult, lesson: Lesson | None = None) -> lis
             lines.append("review: on the review list; the withheld cells score 0 until your instructor decides")
         lines += [f"  finding: {finding}" for finding in result.review]
     lines += [f"note: {note}" for note in result.notes]
-    lines += [_measurement(item) for item in result.measurements]
+    lines += [measurement(item) for item in result.measurements]
     return lines
 
 
-def _cell_message(cell) -> str:
+def cell_message(cell) -> str:
     """A cell's status and message: "passed", "failed: AssertionError: ...", "review: withheld for review ..."."""
-    return f"{cell.status}: {cell.message}" if cell.message else cell.status
+    if not cell.message or cell.message.startswith(f"{cell.status}:"):  # a message that says its status already
+        return cell.message or cell.status
+    return f"{cell.status}: {cell.message}"
 
 
-def _cell_measurements(result: SubmissionResult, checks: dict[str, list[str]], cell_id: str) -> list[str]:
-    names = checks.get(cell_id, [])
-    return [_measurement(item) for item in result.measurements if item.name in names]
+def cell_measurements(result: "SubmissionResult", lesson_checks: dict[str, list[str]], cell_id: str) -> list[str]:
+    names = lesson_checks.get(cell_id, [])
+    return [measurement(item) for item in result.measurements if item.name in names]
 
 
-def _ordered(results: list[SubmissionResult], course: Course | None) -> list[str]:
+def stopped_test(result: "SubmissionResult") -> str | None:
+    """Why a notebook that ran stopped before its end (it ran out of time, its kernel died), as one failed test's
+    message; None when it ran to the end. The cells it never reached are failed tests of their own."""
+    why = why_not_graded(result)
+    if why and not result.machine and not refused(result):
+        return why
+    limit = [note for note in result.notes if "time limit ran out" in note]
+    return limit[0] if limit else None
+
+
+def ordered(results: list, course: "Course | None") -> list[str]:
     """The lessons of ``results`` in course order (lessons no longer in the course after them, by id)."""
     order = {lesson.id: index for index, lesson in enumerate(course.lessons)} if course is not None else {}
     return sorted({result.lesson for result in results}, key=lambda lesson: (order.get(lesson, len(order)), lesson))
 
 
-def _writable(result: SubmissionResult) -> bool:
+def writable(result: "SubmissionResult") -> bool:
     """Student and lesson are safe folder names (they come from submission folders; checked again before a path)."""
+    from ..untrusted import STUDENT_ID
+
     return all(STUDENT_ID.match(name) and name not in (".", "..") for name in (result.student, result.lesson))
 
 
-def _write_json(path: pathlib.Path, data: dict) -> pathlib.Path:
+def write_json(path: pathlib.Path, data: dict) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return path
 
 
-# ----------------------------------------------------------------------------------------------------------------- canvas
+# ------------------------------------------------------------------------------- one submission, graded where it lands
+
+
+NO_SANDBOX = ("graded without the course's sandbox: bubblewrap cannot run inside this platform's container ({why}); the "
+              "container the platform starts for this one submission is its only isolation")
 
 
 @dataclasses.dataclass
-class Roster:
-    """A Canvas gradebook export (Grades > Export): its header and one dict per student row."""
+class Graded:
+    """One submission graded by a platform's glue: the notebook found (None: none), its result (None: nothing to grade,
+    ``why`` says it), its lesson, and what the person reading the result should know (how it was isolated)."""
 
-    header: list[str]
-    rows: list[dict[str, str]]
-
-    def find(self, student: str) -> dict[str, str] | None:
-        """The row of a submission folder's name: matched on "SIS Login ID", then "SIS User ID", then "Student"."""
-        for column in ("SIS Login ID", "SIS User ID", "Student"):
-            for row in self.rows:
-                if (row.get(column) or "").strip() == student:
-                    return row
-        return None
-
-    def assignment_column(self, lesson_id: str, title: str | None) -> str | None:
-        """The header of the roster's assignment named as the lesson's id or title (Canvas adds " (ID)"), or None."""
-        for header in self.header:
-            match = CANVAS_TITLE_AND_ID.match(header)
-            name = match.group(1) if match else header
-            if name.strip() in {lesson_id, title}:
-                return header
-        return None
+    notebook: pathlib.Path | None
+    result: "SubmissionResult | None"
+    lesson: "Lesson | None" = None
+    why: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def read_roster(path: pathlib.Path) -> Roster:
-    """A Canvas gradebook export as a `Roster`; its "Points Possible" and muted rows are skipped.
+def nested_sandbox_problem() -> str | None:
+    """Why the course's bubblewrap sandbox cannot run here, or None when it can. Inside a platform's container a bare
+    ``bwrap true`` often works where the sandbox's own command (a new /proc, /dev and /tmp) does not: that is probed."""
+    import subprocess
 
-    Raises:
-        ExportError: no such file, or a header without Canvas's "Student" and "ID" columns.
-    """
-    try:
-        with pathlib.Path(path).open(encoding="utf-8-sig", newline="") as handle:
-            table = list(csv.reader(handle))
-    except OSError as error:
-        raise ExportError(f"the roster {path} cannot be read: {error.strerror or error}") from None
-    if not table or len(table[0]) < 2 or "Student" not in table[0][0] or table[0][1].strip() != "ID":
-        raise ExportError(f"the roster {path} is not a Canvas gradebook export: its header must start with "
-                          f"{', '.join(CANVAS_STUDENT_COLUMNS)} (in Canvas: Grades > Export > Export Entire Gradebook)")
-    header = [cell.strip() for cell in table[0]]
-    rows = []
-    for line in table[1:]:
-        first = line[0] if line else ""
-        if CANVAS_POINTS_POSSIBLE in first or not any(cell.strip() for cell in line[:2]):
-            continue
-        if all(re.fullmatch(r"\s*(Muted|Manual Posting.*)?\s*", cell or "", flags=re.I) for cell in line):
-            continue
-        rows.append(dict(zip(header, line)))
-    return Roster(header, rows)
+    from ...isolation import backends
+
+    problem = backends.Bubblewrap().problem()
+    if problem:
+        return problem
+    probe = subprocess.run([shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent",
+                            "--new-session", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"],
+                           capture_output=True, text=True)
+    return None if probe.returncode == 0 else (probe.stderr.strip()[:200] or f"bwrap exit code {probe.returncode}")
 
 
-def canvas_table(results: list[SubmissionResult], course: Course | None = None,
-                 roster: Roster | None = None) -> tuple[list[list[str]], list[str]]:
-    """Canvas's gradebook import: the rows of ``grades.csv`` and what the person exporting should know.
+def find_notebook(folder: pathlib.Path, course: "Course | None" = None) -> tuple[pathlib.Path | None, str]:
+    """The one notebook handed in under ``folder`` (checkpoints and linked folders left out), or None and why: none, or
+    several of which no single one is named for a lesson of the course."""
+    import os
 
-    Follows the gradebook importer of Canvas (instructure/canvas-lms, ``app/models/gradebook_importer.rb``; the guide:
-    community.canvaslms.com, "How do I import grades in the Gradebook?"): the header is ``Student, ID, SIS User ID,
-    SIS Login ID, Section`` and then one column per assignment; a column titled ``NAME (12345)`` is matched to the
-    assignment of Canvas ID 12345, any other by its exact title, and a title Canvas does not have creates an
-    assignment; the second row, ``Points Possible``, gives each column's points. A student row is matched on ``ID``
-    (Canvas's user id), then ``SIS User ID``, ``SIS Login ID``, then the name.
-
-    Here: one row per student (the submission folder's name), one column per lesson graded, holding the autograded
-    points (written answers graded by hand are not in it; a cell withheld for review counts 0, and the row says
-    nothing about the review, which Canvas has no place for: settle the list first with ``tfperf-lab review``). A
-    submission that could not be graded, or none, is left blank: Canvas keeps what it has. A column is titled by the
-    lesson id, or by the roster's column of the same lesson (its title is the lesson's id or title), with its Canvas
-    ID. Students: with a ``roster`` (Canvas's own gradebook export), the matching row's ``Student, ID, SIS User ID,
-    SIS Login ID, Section`` (matched on SIS Login ID, SIS User ID or name = the folder's name); otherwise, or when the
-    roster has no such student, the folder's name as ``Student`` and ``SIS Login ID``, ``ID`` blank.
-    """
-    notes: list[str] = []
-    lessons = _ordered(results, course)
-    by_key = {(result.student, result.lesson): result for result in results}
-    columns, points = [], []
-    for lesson_id in lessons:
-        lesson = _lesson(course, lesson_id)
-        column = roster.assignment_column(lesson_id, lesson.title if lesson else None) if roster else None
-        columns.append(column or lesson_id)
-        if lesson is not None:
-            most = sum(cell["points"] for cell in lesson.grade_cells() if cell["kind"] == "auto")
-        else:
-            most = max((r.max_score for r in results if r.lesson == lesson_id and not _why_not_graded(r)), default=0.0)
-        points.append(_number(most))
-    rows = [[*CANVAS_STUDENT_COLUMNS, *columns], [CANVAS_POINTS_POSSIBLE, "", "", "", "", *points]]
-    for student in sorted({result.student for result in results}):
-        found = roster.find(student) if roster else None
-        if found is not None:
-            who = [(found.get(column) or "").strip() for column in CANVAS_STUDENT_COLUMNS]
-        else:
-            who = [student, "", "", student, ""]
-            if roster is not None:
-                notes.append(f"{student} is not in the roster (no SIS Login ID, SIS User ID or name {student!r}): its row "
-                             f"has no Canvas ID; Canvas matches it by login or name, or lists it as unknown")
-        cells = []
-        for lesson_id in lessons:
-            result = by_key.get((student, lesson_id))
-            if result is None:
-                cells.append("")
-            elif _why_not_graded(result):
-                cells.append("")
-                notes.append(f"{student}'s {lesson_id} was not graded ({_why_not_graded(result)}): left blank in Canvas")
-            else:
-                cells.append(_number(result.score))
-        rows.append([*who, *cells])
-    pending = sorted(f"{r.student} {r.lesson}" for r in results if r.review and not r.decision and not _why_not_graded(r))
-    if pending:
-        notes.append(f"on the review list, waiting for a decision (withheld cells exported as 0): {', '.join(pending)}")
-    return rows, notes
+    found = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints" and not d.startswith("__MACOSX"))
+        found += [pathlib.Path(root, name) for name in sorted(files) if name.endswith(".ipynb") and not name.startswith("._")]
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        others = sorted(p.name for p in folder.rglob("*") if p.is_file())[:5] if folder.is_dir() else []
+        return None, ("no notebook (.ipynb) was handed in" + (f" (found: {', '.join(others)})" if others else "")
+                      + ": hand in the lesson's .ipynb file")
+    lessons = [lesson.id for lesson in course.lessons] if course is not None else []
+    named = [path for path in found if any(lesson_id in path.name for lesson_id in lessons)]
+    if len(named) == 1:
+        return named[0], ""
+    return None, (f"{len(found)} notebooks were handed in ({', '.join(p.name for p in found[:5])}): hand in only the "
+                  "lesson's notebook")
 
 
-def canvas(results: list[SubmissionResult], course: Course | None, out: pathlib.Path, *,
-           roster: pathlib.Path | None = None) -> Written:
-    """Write ``OUT/canvas/grades.csv`` (`canvas_table`), for Canvas's Grades > Import."""
-    rows, notes = canvas_table(results, course, read_roster(roster) if roster else None)
-    target = pathlib.Path(out) / "canvas" / "grades.csv"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows(rows)
-    return Written("canvas", target.parent, [target], notes)
+def grade_one(course: "Course", folder: pathlib.Path, *, config: "GradingConfig | None" = None,
+              lesson_id: str | None = None) -> Graded:
+    """Grade the one notebook handed in under ``folder`` as ``tfperf-lab check`` does (the course's hidden tests when it
+    has them; student "self"; a temporary work folder). Without a working bubblewrap here (`nested_sandbox_problem`) it
+    grades without the sandbox (backend "none") and says so in ``notes``. Never raises for the submission: the grader's
+    own failure is a row of the grading machine's (``result.machine``)."""
+    from ...course.config import DEFAULTS
+    from ..execute import grader_failed
+    from ..results import SubmissionResult
 
+    config = config or DEFAULTS
+    path, why = find_notebook(folder, course)
+    if path is None:
+        return Graded(None, None, why=why)
+    notes = []
+    if config.backend != "none":
+        problem = nested_sandbox_problem()
+        if problem:
+            config = dataclasses.replace(config, backend="none")
+            notes.append(NO_SANDBOX.format(why=problem))
+    else:
+        notes.append("graded without the course's sandbox (--no-sandbox): the platform's container is its only isolation")
+    from .. import batch
 
-# ------------------------------------------------------------------------------------------------------------- gradescope
-
-
-def gradescope_result(result: SubmissionResult, lesson: Lesson | None = None, hidden: set[str] | None = None) -> dict:
-    """One submission as a Gradescope autograder's ``results.json``.
-
-    The format (gradescope-autograders.readthedocs.io/en/latest/specs/, "Output format"; its source:
-    github.com/gradescope/autograder_samples, docs/specs.md and docs/leaderboards.md): a top-level ``score`` (it
-    overrides the tests' total), ``output`` (shown to the learner), ``tests`` (each ``name``, ``score``, ``max_score``,
-    ``status`` "passed" or "failed", ``output``, ``visibility`` "visible", "hidden", "after_due_date" or
-    "after_published") and ``leaderboard`` (each ``name``, ``value``, ``order`` "desc" when higher ranks higher).
-
-    Here: one test per autograded cell (its output: status and message, and the speedups of its speed checks); a cell
-    whose source has a hidden-test region (``hidden``) is "after_published", the others "visible"; ``hidden=None``
-    (not known: no sources here) makes every test "after_published". One leaderboard entry per speed check, its
-    measured speedup (higher is better). A submission that could not be graded scores 0, with why in ``output``.
-    """
-    data: dict = {"score": 0.0, "output": "\n".join(summary_lines(result, lesson)), "tests": []}
-    if not _why_not_graded(result):
-        checks = _checks(lesson)
-        data["score"] = result.score
-        for cell in _auto(result):
-            output = "\n".join([_cell_message(cell), *_cell_measurements(result, checks, cell.id)])
-            visibility = AFTER_PUBLISHED if hidden is None or cell.id in hidden else VISIBLE
-            data["tests"].append({"name": cell.id, "score": cell.score or 0.0, "max_score": cell.max_score,
-                                  "status": "passed" if cell.status == "passed" else "failed", "output": output,
-                                  "visibility": visibility})
-        board = [{"name": item.name, "value": round(item.speedup, 3), "order": "desc"}
-                 for item in result.measurements if item.threshold]
-        if board:
-            data["leaderboard"] = board
-    data["extra_data"] = {"student": result.student, "lesson": result.lesson}
-    return data
-
-
-def gradescope(results: list[SubmissionResult], course: Course | None, out: pathlib.Path) -> Written:
-    """Write ``OUT/gradescope/<student>/<lesson>/results.json`` (`gradescope_result`) for every submission.
-
-    Gradescope takes a ``results.json`` from an autograder's ``run_autograder`` at ``/autograder/results/``: one that
-    copies the file of the submitter (``/autograder/submission_metadata.json`` names them) puts these grades there."""
-    folder = pathlib.Path(out) / "gradescope"
-    written = Written("gradescope", folder)
-    hidden = {}
-    for result in results:
-        if not _writable(result):
-            written.notes.append(f"{result.student!r} {result.lesson!r}: not a usable folder name, not exported")
-            continue
-        lesson = _lesson(course, result.lesson)
-        if result.lesson not in hidden:
-            hidden[result.lesson] = hidden_cells(course, lesson)
-        data = gradescope_result(result, lesson, hidden[result.lesson])
-        written.files.append(_write_json(folder / result.student / result.lesson / "results.json", data))
-    return written
-
-
-# ----------------------------------------------------------------------------------------------------------- prairielearn
-
-
-def prairielearn_result(result: SubmissionResult, lesson: Lesson | None = None) -> dict:
-    """One submission as a PrairieLearn external grader's ``results.json``.
-
-    The format (prairielearn.readthedocs.io, "External grading", "Grading results"; its source:
-    github.com/PrairieLearn/PrairieLearn, docs/externalGrading.md): ``gradable`` (false: "invalid, not gradable", no
-    points awarded or lost, with ``format_errors``), ``score`` in [0, 1], ``message``, ``output`` and ``tests``, each
-    ``name``, ``description``, ``points``, ``max_points``, ``message`` and ``output`` (what
-    ``<pl-external-grader-results>`` renders).
-
-    Here: ``score`` is the autograded points over the most there are; one test per autograded cell, its message the
-    status and message, its output the speedups of its speed checks. A submission that could not be graded is
-    ``"gradable": false`` with why in ``message`` and ``format_errors``.
-    """
-    why = _why_not_graded(result)
-    lines = summary_lines(result, lesson)
-    if why:
-        return {"gradable": False, "score": 0.0, "message": lines[0], "format_errors": [why], "output": "", "tests": []}
-    checks = _checks(lesson)
-    tests = []
-    for cell in _auto(result):
-        names = checks.get(cell.id)
-        description = f"speed test ({', '.join(names)})" if names else "autograded test"
-        tests.append({"name": cell.id, "description": description, "points": cell.score or 0.0,
-                      "max_points": cell.max_score, "message": _cell_message(cell),
-                      "output": "\n".join(_cell_measurements(result, checks, cell.id))})
-    score = round(result.score / result.max_score, 6) if result.max_score else 0.0
-    return {"gradable": True, "score": score, "message": lines[0], "output": "\n".join(lines), "tests": tests}
-
-
-def prairielearn(results: list[SubmissionResult], course: Course | None, out: pathlib.Path) -> Written:
-    """Write ``OUT/prairielearn/<student>/<lesson>/results.json`` (`prairielearn_result`) for every submission; an
-    external grader's entrypoint copies the submitter's file to ``/grade/results/results.json``."""
-    folder = pathlib.Path(out) / "prairielearn"
-    written = Written("prairielearn", folder)
-    for result in results:
-        if not _writable(result):
-            written.notes.append(f"{result.student!r} {result.lesson!r}: not a usable folder name, not exported")
-            continue
-        data = prairielearn_result(result, _lesson(course, result.lesson))
-        written.files.append(_write_json(folder / result.student / result.lesson / "results.json", data))
-    return written
+    with tempfile.TemporaryDirectory(prefix="tfperf-glue-") as scratch:
+        try:
+            result = batch.check(course, path, lesson_id=lesson_id, feedback_to=pathlib.Path(scratch) / "feedback.html",
+                                 config=config)
+        except Exception as error:  # noqa: BLE001  (the grader failed, not the notebook)
+            result = SubmissionResult("self", lesson_id or path.stem, machine=[grader_failed(error)])
+    result.feedback = None
+    return Graded(path, result, lesson_of(course, result.lesson), notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------------------------- command
 
 
-def export(course: Course | None, work: WorkFolder, platform: str, *, out: pathlib.Path | None = None,
-           roster: pathlib.Path | None = None) -> Written:
-    """Export every result saved in ``work`` for ``platform`` under ``out`` (default ``WORK/exports``).
+def export(course: "Course | None", work: "WorkFolder", platform: str, *, out: pathlib.Path | None = None,
+           roster: pathlib.Path | None = None, mapping: pathlib.Path | None = None) -> Written:
+    """Export for ``platform`` under ``out`` (default ``WORK/exports``), into ``OUT/<platform>/``.
+
+    ``roster`` is the class list (`tfperf_lab.grading.roster.read`: the course's CSV or Canvas's gradebook export; default
+    the course's ``autograder/roster.csv`` when there is one), ``mapping`` its ``folder,student`` file.
 
     Raises:
-        ExportError: an unknown platform, a roster for another platform than Canvas or one that cannot be read, or a
-            work folder with no saved result (nothing was graded there).
+        ExportError: an unknown platform, a roster or mapping that cannot be read, or (for a platform that exports
+            grades) a work folder with no saved result.
     """
-    if platform not in PLATFORMS:
+    from .. import roster as roster_
+    from .. import store
+
+    _discover()
+    if platform not in REGISTRY:
         raise ExportError(f"unknown platform {platform!r}: one of {', '.join(PLATFORMS)}")
-    if roster is not None and platform != "canvas":
-        raise ExportError("--roster is Canvas's gradebook export: it only names the students of a Canvas export")
-    results = store.results(work)
-    if not results:
-        raise ExportError(f"nothing was graded in {work.root} (no saved result in {work.root / 'state'}): grade first "
-                          f"(tfperf-lab grade FOLDER --work {work.root}), then export")
-    out = pathlib.Path(out) if out else work.root / "exports"
-    if platform == "canvas":
-        return canvas(results, course, out, roster=roster)
-    if platform == "gradescope":
-        return gradescope(results, course, out)
-    return prairielearn(results, course, out)
+    entry = REGISTRY[platform]
+    if roster is None and course is not None and roster_.default_path(course).exists():
+        roster = roster_.default_path(course)
+    if mapping is not None and roster is None:
+        raise ExportError("--mapping names the roster's students for submission folders: give a roster (--roster FILE, or "
+                          "the course's autograder/roster.csv)")
+    try:
+        listed = roster_.read(pathlib.Path(roster), pathlib.Path(mapping) if mapping else None) if roster else None
+    except roster_.RosterError as error:
+        raise ExportError(str(error)) from None
+    rows = []
+    if entry.reads_grades:
+        if not store.results(work):
+            raise ExportError(f"nothing was graded in {work.root} (no saved result in {work.root / 'state'}): grade first "
+                              f"(tfperf-lab grade FOLDER --work {work.root}), then export")
+        try:
+            rows = store.rows(work, course, roster=listed)
+        except ValueError as error:  # a semester file that cannot be read (semester.SemesterError)
+            raise ExportError(str(error)) from None
+    folder = (pathlib.Path(out) if out else work.root / "exports") / platform
+    return entry.write(Request(course, work, folder, listed, rows))
+
+
+def __getattr__(name: str):
+    """``PLATFORMS``: every registered platform's name, sorted."""
+    if name == "PLATFORMS":
+        _discover()
+        return tuple(sorted(REGISTRY))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
