@@ -91,3 +91,26 @@ def test_the_graders_own_exception_is_the_machines_and_twice_goes_to_a_person(ti
     assert not WorkFolder(work).faults("ana", tiny_course.LESSON_ID).exists()
     assert cli.main(["--course", str(tiny.root), "review", str(work)]) == 0
     assert store.TWICE not in capsys.readouterr().out
+
+
+def test_a_sandbox_that_cannot_start_is_the_machines_fault(tiny, tmp_path, monkeypatch, capsys):
+    """A sandbox that fails before the runner starts (bubblewrap refused by the machine: "Can't mount proc" in some
+    containers) ran nothing of the learner's: the machine's row, graded again once the machine is fixed."""
+    from tfperf_lab.isolation import backends
+
+    folder, work = tmp_path / "class", tmp_path / "work"
+    lesson = tiny.lesson(tiny_course.LESSON_ID)
+    write_submission(folder, "ana", lesson, lesson.source_notebook())
+    real = backends.Bubblewrap.command
+
+    def refused(self, job, inner, env, data, binds=()):
+        return ["sh", "-c", "echo 'bwrap: Can'\"'\"'t mount proc on /newroot/proc: Operation not permitted' >&2; exit 1"]
+
+    with monkeypatch.context() as broken:
+        broken.setattr(backends.Bubblewrap, "command", refused)
+        code, rows, printed = _grade(tiny, folder, work, capsys)
+    assert code == 3, printed
+    assert rows["ana"]["status"].startswith(MACHINE) and "could not start" in rows["ana"]["status"], rows["ana"]
+    assert backends.Bubblewrap.command is real
+    code, rows, printed = _grade(tiny, folder, work, capsys)
+    assert code == 0 and rows["ana"]["status"] == "graded", rows["ana"]

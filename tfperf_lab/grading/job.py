@@ -70,7 +70,8 @@ def run_job(job: Job) -> JobDone:
                                   lesson_files=course.sources / job.lesson_id if (course.sources / job.lesson_id).is_dir() else None,
                                   judge=judge)
     return JobDone(outcome, judge is not None, list(judge.records) if judge else [], list(judge.notes) if judge else [],
-                   judge.reference_log if judge else "", machine=list(judge.machine_faults) if judge else [])
+                   judge.reference_log if judge else "",
+                   machine=(list(judge.machine_faults) if judge else []) + ([outcome.machine] if outcome.machine else []))
 
 
 class LocalExecutor:

@@ -63,6 +63,7 @@ class Outcome:
     inside: dict = dataclasses.field(default_factory=dict)  # the runner's own timings (untrusted: for benchmarks only)
     warnings: list[str] = dataclasses.field(default_factory=list)  # limits or freezer that do not hold here (`Cgroup.missing`)
     stopped: str | None = None  # the notebook came back, but stopped before its end: its time limit ran out, or the kernel died
+    machine: str | None = None  # the sandbox could not start here (the runner never ran): the grading machine's fault
 
 
 class Freezing(typing.Protocol):

@@ -36,6 +36,9 @@ TIMEOUT_ERROR = {"ename": "CellTimeoutError", "evalue": "",
                  "traceback": ["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"]}
 
 
+# written before anything else, beside OUT: the sandbox started this runner (without it, a failed run is the machine's)
+STARTED = "started"
+
 # what the runner writes into the cells a time limit or a dead kernel stopped (read by tfperf_lab.grading.score)
 NOTEBOOK_LIMIT = "NotebookTimeLimit"  # the cell the notebook's time limit ran out in
 NOT_RUN = "NotRun"  # a cell after it, or after the cell the kernel died in
@@ -331,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", type=int, default=None, help="a pipe to the grader: 'start N' / 'end N' around each cell")
     args = parser.parse_args(argv)
     _not_traceable()
+    pathlib.Path(args.out).with_name(STARTED).write_text("the runner started\n", encoding="ascii")  # before any learner code
 
     began = time.monotonic()
     # the host's limit counted from a moment earlier (the sandbox's start): `reserve` covers it

@@ -36,7 +36,7 @@ from ..course.config import DATA_VARIABLE, DEFAULTS, GRADER_VARIABLE, OFFLINE_VA
 from .backends import INSIDE, Backend
 from .cgroups import Cgroup, sweep_stale
 from .contract import Limits, Outcome, Watcher
-from .runner import KERNEL_DIED, NOTEBOOK_LIMIT
+from .runner import KERNEL_DIED, NOTEBOOK_LIMIT, STARTED
 
 RUNNER = "tfperf_lab.isolation.runner"
 RECORDS_LIMIT = 4 * 1024 * 1024
@@ -224,8 +224,9 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     executed = _read_back(job / "out" / "executed.ipynb", DEFAULTS.executed_bytes)
     records = _read_back(job / "out" / "records.jsonl", RECORDS_LIMIT)
     timings = _read_back(job / "out" / "timings.json", 4096)
+    started = (job / "out" / STARTED).is_file()
     shutil.rmtree(job, ignore_errors=True)
-    problem = stopped = None
+    problem = stopped = machine = None
     died = "the kernel died while running the notebook (os._exit, a crash or out of memory)"
     if timed_out:  # the backstop: the runner stops a notebook at its limit itself (runner.Budget), keeping what ran
         problem = f"the notebook did not finish within {limits.wall_seconds:.0f} s and was stopped"
@@ -235,6 +236,9 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
         stopped = died
     elif process.returncode == 3 or (executed is None and ("DeadKernelError" in log or "Kernel died" in log)):
         problem = died
+    elif not started and executed is None:  # the sandbox never started the runner: nothing of the learner's ran
+        tail = log.strip().splitlines()[-1][:300] if log.strip() else f"exit status {process.returncode}"
+        problem = machine = f"the sandbox ({chosen.name}) could not start on this machine: {tail}"
     elif process.returncode != 0 or executed is None:
         tail = log.strip().splitlines()[-1][:300] if log.strip() else f"exit status {process.returncode}"
         problem = f"the notebook could not be run: {tail}"
@@ -251,7 +255,7 @@ def run(nb: dict, *, limits: Limits, chosen: Backend, scratch: pathlib.Path, dat
     except (ValueError, TypeError, AttributeError):
         inside = {}
     return Outcome(notebook, (records or b"").decode("utf-8", "replace"), seconds, process.returncode, timed_out, problem, log,
-                   chosen.name, inside, warnings, stopped)
+                   chosen.name, inside, warnings, stopped, machine)
 
 
 def _stopped(notebook: dict, stopped: str | None) -> str | None:
