@@ -61,11 +61,18 @@ def _code(cell_id: str, source: str, *, tags=(), grade: bool = False, solution: 
     return {"cell_type": "code", "id": cell_id, "metadata": metadata, "source": source, "outputs": [], "execution_count": None}
 
 
-def source_notebook() -> dict:
-    """The tiny lesson's source: solutions and hidden tests."""
+LESSON_SETUP = "import tfperf\n\nENV = tfperf.env.setup()"  # a real lesson's first code cell, which `tfperf-lab release` stamps
+
+
+def source_notebook(*, released: bool = False) -> dict:
+    """The tiny lesson's source: solutions and hidden tests. ``released``: shaped as a real lesson for `tfperf-lab
+    release` (its setup cell, which release rewrites, apart from the cell that imports NumPy; TensorFlow is then imported
+    too, seconds more per grading)."""
+    setup = [_code("setup", LESSON_SETUP, tags=["speed-fixture"]), _code("imports", SETUP, tags=["speed-fixture"])] if released \
+        else [_code("setup", SETUP, tags=["speed-fixture"])]
     cells = [
         {"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# A tiny lesson\n\nExpected run time: seconds."},
-        _code("setup", SETUP, tags=["speed-fixture"]),
+        *setup,
         _code("support", SUPPORT, tags=["speed-fixture"]),
         _code(ANSWER, SOLUTION, tags=["speed-fixture"], solution=True),
         _code("scale_matches", MATCHES, grade=True, points=2),
@@ -83,13 +90,14 @@ def source_notebook() -> dict:
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
-def build(root: pathlib.Path) -> Course:
-    """The tiny course in ``root``: its nbgrader configuration (the course's own), the source and its student version."""
+def build(root: pathlib.Path, *, released: bool = False) -> Course:
+    """The tiny course in ``root``: its nbgrader configuration (the course's own), the source and its student version
+    (``released``: shaped for `tfperf-lab release`, see `source_notebook`)."""
     (root / "autograder").mkdir(parents=True)
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", root / "autograder" / "nbgrader_config.py")
     source = root / "solutions" / LESSON_ID / f"{LESSON_ID}.ipynb"
     source.parent.mkdir(parents=True)
-    source.write_text(json.dumps(source_notebook(), indent=1), encoding="utf-8")
+    source.write_text(json.dumps(source_notebook(released=released), indent=1), encoding="utf-8")
     course = Course(root)
     done = settings.nbgrader(course, WorkFolder(root / ".release-work"), ["generate_assignment", LESSON_ID, "--force"], release=root / "lessons")
     if done.returncode != 0:

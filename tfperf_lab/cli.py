@@ -60,7 +60,7 @@ def cmd_release(args) -> int:
                 return 1
             print(f"released {lesson.id} -> {target / lesson.id}")
     try:
-        if figures.render_markdown(course.root / "README.md"):
+        if (course.root / "README.md").exists() and figures.render_markdown(course.root / "README.md"):
             print("rendered the recorded figures into README.md")
     except figures.FigureError as error:
         print(f"README.md: {error}", file=sys.stderr)

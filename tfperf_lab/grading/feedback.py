@@ -61,6 +61,10 @@ OUTCOME_CSS = ("div.tfperf-outcome { border: 2px solid #888; border-radius: 6px;
                "font-size: 1.25em; } div.tfperf-outcome li { margin: .2em 0; }")
 
 
+# how the score stage begins the notes that say where a notebook was stopped (a time limit, a dead kernel)
+STOPPED = ("the notebook's time limit ran out", "the kernel died", "cells that ran out of time")
+
+
 def _advice(reason: str) -> str:
     """What a student can do about a notebook that could not be graded, from the reason the grader gave."""
     said = reason.lower()
@@ -118,8 +122,10 @@ def outcome_items(result) -> tuple[str, list[str]]:
         items.append(f"Points for {', '.join(cell.id for cell in withheld)} wait for your instructor: your code reaches into the "
                      f"grading machinery or the interpreter ({where or 'see the notes'}), which honest answers rarely need. A "
                      f"person will look and decide; until then those cells show 0. You need not do anything.")
+    stops = [note for note in result.notes if note.startswith(STOPPED)]  # the score stage's own sentences (`score.score`)
+    items += [note[0].upper() + note[1:] + "." for note in stops]
     timed_out = [cell.id for cell in result.cells if cell.status == "timeout"]
-    if timed_out:
+    if timed_out and not stops:
         items.append(f"Stopped at a time limit (an endless loop?): {', '.join(timed_out)}; every cell that ran before keeps its points.")
     not_run = [cell.id for cell in result.cells if cell.status == "not run"]
     if not_run:
