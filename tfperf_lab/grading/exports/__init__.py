@@ -289,6 +289,29 @@ def writable(result: "SubmissionResult") -> bool:
     return all(STUDENT_ID.match(name) and name not in (".", "..") for name in (result.student, result.lesson))
 
 
+def per_submission(request: "Request", platform: str, result_of, *, why_none: str) -> "Written":
+    """``<student>/<lesson>/results.json`` under the request's folder for every row handed in, each ``result_of(result,
+    lesson)``; a roster's "not submitted" rows get none (``why_none`` says why, once)."""
+    folder = pathlib.Path(request.folder)
+    written = Written(platform, folder)
+    lessons: dict[str, object] = {}
+    missing = 0
+    for result in request.rows:
+        if not result.submitted:
+            missing += 1
+            continue
+        if not writable(result):
+            written.notes.append(f"{result.student!r} {result.lesson!r}: not a usable folder name, not exported")
+            continue
+        if result.lesson not in lessons:
+            lessons[result.lesson] = lesson_of(request.course, result.lesson)
+        data = result_of(result, lessons[result.lesson])
+        written.files.append(write_json(folder / result.student / result.lesson / "results.json", data))
+    if missing:
+        written.notes.append(f"{missing} roster row(s) with nothing handed in: no results.json ({why_none})")
+    return written
+
+
 def write_json(path: pathlib.Path, data: dict) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

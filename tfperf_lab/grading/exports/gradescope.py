@@ -15,7 +15,7 @@ from __future__ import annotations
 import pathlib
 from typing import TYPE_CHECKING
 
-from . import (Request, Written, auto_cells, cell_measurements, cell_message, checks, descriptions, hidden_cells, lesson_of,
+from . import (Request, Written, auto_cells, cell_measurements, cell_message, checks, descriptions, hidden_cells, lesson_of, per_submission,
                refused, register, stopped_test, summary_lines, write_json, writable)
 
 if TYPE_CHECKING:
@@ -94,25 +94,13 @@ def problems(data: dict) -> list[str]:
 def write(request: Request) -> Written:
     """Write ``<student>/<lesson>/results.json`` (`gradescope_result`) for every submission handed in (a roster's "not
     submitted" rows have no submission to post to); a `run_autograder` that copies the submitter's file posts it."""
-    folder = pathlib.Path(request.folder)
-    written = Written("gradescope", folder)
-    lessons: dict[str, tuple] = {}
-    missing = 0
-    for result in request.rows:
-        if not result.submitted:
-            missing += 1
-            continue
-        if not writable(result):
-            written.notes.append(f"{result.student!r} {result.lesson!r}: not a usable folder name, not exported")
-            continue
-        if result.lesson not in lessons:
-            lesson = lesson_of(request.course, result.lesson)
-            lessons[result.lesson] = (lesson, hidden_cells(request.course, lesson), descriptions(lesson))
-        lesson, hidden, described = lessons[result.lesson]
-        data = gradescope_result(result, lesson, hidden, described)
+    hidden: dict[str, object] = {}
+
+    def result_of(result, lesson):
+        if result.lesson not in hidden:
+            hidden[result.lesson] = (hidden_cells(request.course, lesson), descriptions(lesson))
+        data = gradescope_result(result, lesson, *hidden[result.lesson])
         data["extra_data"] = {"student": result.student, "lesson": result.lesson}
-        written.files.append(write_json(folder / result.student / result.lesson / "results.json", data))
-    if missing:
-        written.notes.append(f"{missing} roster row(s) with nothing handed in: no results.json (Gradescope has no submission "
-                             "to post them to)")
-    return written
+        return data
+
+    return per_submission(request, "gradescope", result_of, why_none="Gradescope has no submission to post them to")

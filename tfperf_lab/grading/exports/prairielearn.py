@@ -22,7 +22,7 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING
 
-from . import (Request, Written, auto_cells, cell_measurements, cell_message, checks, descriptions, lesson_of, refused,
+from . import (Request, Written, auto_cells, cell_measurements, cell_message, checks, descriptions, lesson_of, per_submission, refused,
                register, stopped_test, summary_lines, why_not_graded, write_json, writable)
 
 if TYPE_CHECKING:
@@ -93,25 +93,14 @@ def problems(data: dict) -> list[str]:
                                "external grader's results", files="<student>/<lesson>/results.json")
 def write(request: Request) -> Written:
     """Write ``<student>/<lesson>/results.json`` (`prairielearn_result`) for every submission handed in."""
-    folder = pathlib.Path(request.folder)
-    written = Written("prairielearn", folder)
-    lessons: dict[str, tuple] = {}
-    missing = 0
-    for result in request.rows:
-        if not result.submitted:
-            missing += 1
-            continue
-        if not writable(result):
-            written.notes.append(f"{result.student!r} {result.lesson!r}: not a usable folder name, not exported")
-            continue
-        if result.lesson not in lessons:
-            lesson = lesson_of(request.course, result.lesson)
-            lessons[result.lesson] = (lesson, descriptions(lesson))
-        data = prairielearn_result(result, *lessons[result.lesson])
-        written.files.append(write_json(folder / result.student / result.lesson / "results.json", data))
-    if missing:
-        written.notes.append(f"{missing} roster row(s) with nothing handed in: no results.json")
-    return written
+    described: dict[str, dict] = {}
+
+    def result_of(result, lesson):
+        if result.lesson not in described:
+            described[result.lesson] = descriptions(lesson)
+        return prairielearn_result(result, lesson, described[result.lesson])
+
+    return per_submission(request, "prairielearn", result_of, why_none="PrairieLearn has no submission to attach them to")
 
 
 # ------------------------------------------------------------------------------------------- the external grader's entrypoint
