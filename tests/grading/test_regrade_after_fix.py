@@ -46,8 +46,7 @@ def test_a_fixed_hidden_test_regrades_the_stale_rows_and_keeps_manual_scores(tmp
     course = tiny_course.build(tmp_path / "course")
     folder, work = tmp_path / "class", tmp_path / "work"
     lesson = course.lesson(LESSON_ID)
-    for student in ("ana", "ben"):
-        write_submission(folder, student, lesson, lesson.source_notebook())
+    write_submission(folder, "ana", lesson, lesson.source_notebook())
     code, printed, rows = _grade(course, folder, work)
     assert code == 0, printed
     full = float(rows["ana"]["max_score"])
@@ -59,7 +58,7 @@ def test_a_fixed_hidden_test_regrades_the_stale_rows_and_keeps_manual_scores(tmp
 
     _edit_hidden_test(course, HIDDEN, HIDDEN.replace("slow_scale(hidden_values)", "slow_scale(hidden_values) + 1.0"))  # a wrong fix
     code, printed, rows = _grade(course, folder, work)
-    assert "graded again against the lesson's current tests" in printed and "ana/00_tiny" in printed and "ben/00_tiny" in printed, printed
+    assert "graded again against the lesson's current tests" in printed and "ana/00_tiny" in printed, printed
     assert float(rows["ana"]["score"]) < full, "the stale grade was kept"
     assert rows["ana"][f"{LESSON_ID}:{tiny_course.CORRECT[0]}"] in ("0", "0.0"), rows["ana"]
 
@@ -69,7 +68,7 @@ def test_a_fixed_hidden_test_regrades_the_stale_rows_and_keeps_manual_scores(tmp
     _edit_hidden_test(course, HIDDEN.replace("slow_scale(hidden_values)", "slow_scale(hidden_values) + 1.0"), HIDDEN)  # mended
     code, printed, rows = _grade(course, folder, work, "--only", LESSON_ID)
     assert code == 0, printed
-    assert float(rows["ana"]["score"]) == full and float(rows["ben"]["score"]) == full, rows
+    assert float(rows["ana"]["score"]) == full, rows
     with Gradebook(WorkFolder(work).gradebook_url, course_id=course.id) as gradebook:
         assert gradebook.find_grade(manual, LESSON_ID, LESSON_ID, "ana").manual_score == 1.0, "the manual score was lost"
     state = json.loads(WorkFolder(work).state("ana", LESSON_ID).read_text(encoding="utf-8"))

@@ -7,7 +7,7 @@ runs every ``tfperf-lab`` line of the section in order, from the course folder, 
 roster student has a row in the CSV, on the class page and in each export; every handed-in file has a feedback page; the
 endless loop keeps the points earned before it; the penalty, the extension and the review decision hold; the rows a
 fixed test made stale are graded again. The guide's lesson (01_callable_handles) is the tiny lesson here (00_tiny), and
-the notebook limit is 45 s instead of the tiny lesson's 120 s floor, so the endless loop costs less of CI's time.
+the notebook limit is 30 s instead of the tiny lesson's 120 s floor, so the endless loop costs less of CI's time.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_the_guides_semester_runs_as_written(tmp_path, monkeypatch):
     lines = [line.strip() for block in _blocks("bash") for line in block.splitlines() if line.strip().startswith("tfperf-lab ")]
     assert len(lines) >= 12, lines
     monkeypatch.chdir(course.root)
-    monkeypatch.setattr(config.GradingConfig, "notebook_limit", lambda self, minutes=None: 45.0)
+    monkeypatch.setattr(config.GradingConfig, "notebook_limit", lambda self, minutes=None: 30.0)
     handed = _class(course.lesson(LESSON))
     _canvas_zip(course.root / "downloads" / "submissions.zip", handed, roster_csv)
     work = course.root / ".work"
@@ -173,6 +173,8 @@ def _check_graded(course, work: pathlib.Path, handed: dict, printed: str, *, aga
     folder = WorkFolder(work)
     for student in handed:
         assert folder.feedback(student, LESSON).exists(), f"{student} has no feedback page"
+    gus = folder.feedback("gus", LESSON).read_text(encoding="utf-8")
+    assert "Handed in late" in gus and "2 day" in gus, "the late penalty is not on the student's page"
     eve = folder.feedback("eve", LESSON).read_text(encoding="utf-8")
     assert "keeps its points" in eve or "time limit" in eve, "eve's page does not say the loop was stopped"
     page = (work / "class" / "index.html").read_text(encoding="utf-8")

@@ -48,17 +48,17 @@ def _grade(tiny, nb: dict, tmp_path, capsys, notebook_seconds: float) -> tuple[i
 
 @needs_bwrap
 def test_an_endless_loop_in_the_last_cell_costs_only_that_cell(tiny, tmp_path, capsys):
-    """The notebook's limit (40 s) hits long before the cell's (300 s): the loop is stopped and named, and every test
+    """The notebook's limit (25 s) hits long before the cell's (300 s): the loop is stopped and named, and every test
     that ran before it keeps its points (before, the host killed the sandbox and every cell scored 0 "not run")."""
     nb = tiny.lesson(tiny_course.LESSON_ID).source_notebook()
     nb["cells"].append(_code("endless", "while True:\n    pass\n"))
-    code, row, result, seconds, printed = _grade(tiny, nb, tmp_path, capsys, notebook_seconds=40)
+    code, row, result, seconds, printed = _grade(tiny, nb, tmp_path, capsys, notebook_seconds=25)
     report = "\n".join(result.lines()) + "\n" + printed
     assert code == 0 and row["status"].startswith("graded") and not result.error, report
     assert {cell.id: cell.score for cell in result.cells if cell.id in EARNED} == EARNED, report
     assert all(cell.status == "passed" for cell in result.cells if cell.id in EARNED), report
     assert any("time limit ran out in cell endless" in note for note in result.notes), report
-    assert seconds < 40 + 20, f"the run took {seconds:.0f} s: stopped by the host's hard kill, not by the runner"
+    assert seconds < 25 + 20, f"the run took {seconds:.0f} s: stopped by the host's hard kill, not by the runner"
 
 
 def _answer_that(nb: dict, does: str) -> dict:
@@ -76,7 +76,7 @@ def test_an_endless_loop_in_a_graded_cell_is_stopped_and_the_cells_after_it_are_
     """The loop in a correctness test: the test before it keeps its points, it is a "timeout" named in the notes, and
     the cells after it are "not run" (never run: their points are lost, not measured)."""
     nb = _answer_that(tiny.lesson(tiny_course.LESSON_ID).source_notebook(), "while True:\n            pass")
-    code, row, result, seconds, printed = _grade(tiny, nb, tmp_path, capsys, notebook_seconds=40)
+    code, row, result, seconds, printed = _grade(tiny, nb, tmp_path, capsys, notebook_seconds=25)
     report = "\n".join(result.lines()) + "\n" + printed
     cells = {cell.id: cell for cell in result.cells}
     assert code == 0 and not result.error, report

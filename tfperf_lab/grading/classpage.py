@@ -521,7 +521,7 @@ def _gradebook_chart(book: dict[str, dict[str, Grade]], order: list[str], path: 
     shown = [lesson for lesson in order if _charted(book, lesson)]
     columns = min(len(shown), 4)
     rows = math.ceil(len(shown) / columns)
-    figure = _figure(2.1 * rows + 0.4)
+    figure = _figure(2.5 * rows + 0.4)
     grid = figure.subplots(rows, columns, squeeze=False)
     for axes in grid.flat[len(shown):]:
         axes.set_visible(False)
@@ -536,7 +536,7 @@ def _gradebook_chart(book: dict[str, dict[str, Grade]], order: list[str], path: 
         axes.set_xlim(bins[0], bins[-1])
         if out_of <= 10:
             axes.set_xticks(range(int(math.ceil(out_of)) + 1))
-        axes.set_title(f"{lesson}: n={len(values)}, average {mean:.3g}, median {median:.3g}", fontsize=8)
+        axes.set_title(f"{lesson}\nn={len(values)}, average {mean:.3g}, median {median:.3g}", fontsize=8)
         axes.set_xlabel(f"points of {out_of:g}", fontsize=7)
         axes.tick_params(labelsize=7)
         axes.yaxis.get_major_locator().set_params(integer=True)
