@@ -205,17 +205,17 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
     Submissions already graded in ``work`` from the same file content are not graded again unless ``force``: a run that
     was stopped halfway resumes where it stopped. A grade taken against an earlier release of its lesson's tests is
     stale and graded again (`STALE` on its row). ``only`` (a lesson id) grades that lesson's submissions again and keeps
-    every other row as it stands; files of other lessons not graded yet are left for the next plain run. ``told``
-    (a `Told`) collects what the command line says about this run: the stale rows graded again, the files left. Review decisions (same file) and manual scores survive every grading again. With ``cluster`` (a Dask scheduler's address), each submission's
-    sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
+    every other row as it stands; files of other lessons not graded yet are left for the next plain run. ``told`` (a
+    `Told`) collects what the command line says about this run: the stale rows graded again, the files left. Review
+    decisions (same file) and manual scores survive every grading again. With ``cluster`` (a Dask scheduler's address),
+    each submission's sandbox run goes to a worker of that cluster (`tfperf_lab.grading.cluster`), as many at once as it has worker threads; this
     machine stages, scores and writes everything; a scheduler that does not answer within ``cluster_timeout`` seconds
     grades nothing. Raises `NoSubmissions` for an empty folder and
     `tfperf_lab.isolation.backends.SandboxUnavailable` when no sandbox works here and ``config.backend`` is not ``"none"``.
     ``config`` (limits, sandbox) travels as one object to every job's runner. The CSV and the class page show the class as
     `store.rows` does: late penalties under ``semester`` and every student of ``roster`` (the course's own files unless
-    given). Returns those rows.
+    given; `store.rows` reads them). Returns those rows.
     """
-    from . import roster as roster_
     from . import semester as semester_
 
     from tfperf import env as tf_env
@@ -228,9 +228,7 @@ def grade(course: Course, folder: pathlib.Path, *, work: WorkFolder | None = Non
         backends.backend(config.backend)  # refuse before anything is written when no sandbox can run (a cluster's workers check theirs)
     work = work or course.default_work
     folder = pathlib.Path(folder)
-    semester = semester if semester is not None else semester_.load(semester_.default_path(course))
-    if roster is None and roster_.default_path(course).exists():
-        roster = roster_.read(roster_.default_path(course))
+    semester = semester if semester is not None else semester_.load(semester_.default_path(course))  # the pages say it too
     pairs = find_submissions(folder)
     told = Told() if told is None else told
     if not pairs:
