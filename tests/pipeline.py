@@ -74,8 +74,9 @@ def lean(lesson: Lesson, nb: dict) -> dict:
     delete them: the instructor's plain code cells (no nbgrader role, not a speed fixture) whose text is unchanged.
     Every cell a learner wrote or edited, every answer, test and fixture, and every cell they need, still run.
 
-    The test run's class grades answers built to lose points this way (a lesson 01 variant graded alone in 13.1 s
-    instead of 15.5 s); the references, the untouched student versions and the honest corpus run in full, so the
+    The test run's class grades every answer but the references this way (a lesson 01 variant graded alone in 13.1 s
+    instead of 15.5 s): the answers built to lose points, the reaches and the honest corpus, whose styles live in the
+    answer cells, all of which still run. The references and the untouched student versions run in full, so the
     demonstrations are graded too."""
     nb = notebook.copy(nb)
     theirs = {cell.get("id"): notebook.source(cell) for cell in lesson.source_notebook()["cells"]}

@@ -30,11 +30,6 @@ def _slow_with(reach) -> dict:
     return reach_notebook(reach, slow.notebook(lesson))
 
 
-def runs_in_full(name: str) -> bool:
-    """The honest answers run with the lesson's demonstrations (`pipeline.lean` empties them for the reaches)."""
-    return name.startswith("honest-")
-
-
 def class_submissions():
     submissions = {(answer.lesson, f"honest-{answer.name}"): answer.notebook(COURSE.lesson(answer.lesson)) for answer in HONEST}
     submissions |= {(reach.lesson, f"reach-{reach.name}"): _slow_with(reach) for reach in REACHES}
