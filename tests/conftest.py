@@ -76,6 +76,8 @@ def pytest_terminal_summary(terminalreporter):
     """
     import sys
 
+    from tfperf import units
+
     pipeline = sys.modules.get("pipeline")
     rows = [(lesson, record) for lesson, student, record in getattr(pipeline, "MEASURED", []) if student == "reference"]
     if not rows:
@@ -84,5 +86,5 @@ def pytest_terminal_summary(terminalreporter):
     for lesson, record in sorted(rows, key=lambda row: row[1].speedup / row[1].threshold):
         margin = record.speedup / record.threshold
         terminalreporter.write_line(
-            f"{margin:5.2f}  {lesson:22} {record.name:40} {record.speedup:7.2f}x ({record.ci[0]:.2f}-{record.ci[1]:.2f}, "
+            f"{margin:5.2f}  {lesson:22} {record.name:40} {record.speedup:7.2f}x ({units.interval(*record.ci, unit='')}, "
             f"{record.rounds} rounds)  needs {record.threshold:g}x" + ("  THIN" if margin < 1.5 else ""))

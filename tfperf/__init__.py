@@ -4,7 +4,7 @@ One module per concern: `env` (setup, profile, fingerprint), `timing` (the harne
 (MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `selfcheck` (test
 cells that report themselves where nbgrader does not run), `report` (measurement records), `stats` (the interval and the rule that decides),
 `events` (TensorBoard event files read back), `trace` (timeline and profiler traces as plain
-records) and `units` (durations formatted for people). Importing the package does not import TensorFlow.
+records) and `units` (durations formatted for people, and intervals rounded outward). Importing the package does not import TensorFlow.
 """
 
 from . import checks, data, env, events, link, plots, report, selfcheck, stats, timing, trace, units

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import link, report, selfcheck, stats, timing
+from . import link, report, selfcheck, stats, timing, units
 
 __all__ = ["CallCount", "assert_close", "assert_raises", "assert_speedup", "count_calls", "harness_problems"]
 
@@ -186,12 +186,12 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, threshold: float,
     result = timing.compare(baseline, candidate, labels=labels, inputs=inputs, threshold=threshold, **options)
     print(result.summary())
     report.record(name, result)
-    low, high = result.ci
-    selfcheck.note(f"measured {result.speedup:.2f}x (CI {low:.2f}-{high:.2f}x), needs at least {threshold:g}x")
+    shown = units.interval(*result.ci)  # rounded outward: a lower bound of 1.5951 shows 1.59, never the 1.60 it failed
+    selfcheck.note(f"measured {result.speedup:.2f}x (CI {shown}), needs at least {threshold:g}x")
     if not result.passed:
         raise AssertionError(
             f"{labels[1]} should be at least {threshold:g}x faster than {labels[0]}; measured {result.speedup:.2f}x "
-            f"({result.confidence:.0%} CI {low:.2f}-{high:.2f}x over {result.rounds} rounds).{_hint(hint)}"
+            f"({result.confidence:.0%} CI {shown} over {result.rounds} rounds).{_hint(hint)}"
         )
 
 

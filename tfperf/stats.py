@@ -36,6 +36,8 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
+from .units import interval as _interval
+
 __all__ = ["CONFIDENCE", "RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest", "median_interval", "needed",
            "shown"]
 
@@ -151,11 +153,12 @@ def clopper_pearson(events: int, trials: int, confidence: float = CONFIDENCE) ->
 
 
 def shown(ci: tuple[float, float], confidence: float = CONFIDENCE, rounds: int | None = None) -> str:
-    """An interval as the course prints it: ``"95% CI 1.20-1.45x"``, or, before enough rounds for any interval (the
-    sequence is (0, inf) until then), what is missing."""
+    """An interval as the course prints it: ``"95% CI 1.20-1.45x"``, its bounds rounded outward (`tfperf.units.interval`:
+    a lower bound of 1.5951 shows 1.59, never 1.60), or, before enough rounds for any interval (the sequence is (0, inf)
+    until then), what is missing."""
     low, high = ci
     if low > 0 and math.isfinite(high):
-        return f"{confidence:.0%} CI {low:.2f}-{high:.2f}x"
+        return f"{confidence:.0%} CI {_interval(low, high)}"
     return f"no {confidence:.0%} interval yet: " + (f"{rounds} rounds, " if rounds is not None else "") + f"at least {fewest(confidence)} are needed"
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from . import env as _env
 from . import stats as _stats
+from . import units as _units
 from .units import format_seconds
 from .units import pick_unit as _pick_unit
 
@@ -239,7 +240,8 @@ class Comparison:
         medians = (f"median per call {format_seconds(self.baseline.median, unit=unit)} -> "
                    f"{format_seconds(self.candidate.median, unit=unit)}")
         ratio = self.ratio_of_medians
-        if round(low, 2) <= round(ratio, 2) <= round(high, 2):  # as printed: 1.04x is inside "0.96-1.04x"
+        # as printed: the ratio to nearest, the interval outward (`tfperf.units.interval`): 1.04x is inside "0.96-1.04x"
+        if _units.floor_to(low, 2) <= round(ratio, 2) <= _units.ceil_to(high, 2):
             medians += f", a ratio of {ratio:.2f}x"
         else:
             medians += (f", a ratio of {ratio:.2f}x, outside the interval: the rounds varied (another program's load "
@@ -266,7 +268,8 @@ class Comparison:
         return plots.comparison(self, ax=ax)
 
     def __repr__(self) -> str:
-        return f"Comparison({self.candidate.label!r} vs {self.baseline.label!r}, speedup={self.speedup:.2f}x, ci=({self.ci[0]:.2f}, {self.ci[1]:.2f}))"
+        ci = _units.interval(*self.ci, unit="", sep=", ")  # rounded outward, as every printed interval
+        return f"Comparison({self.candidate.label!r} vs {self.baseline.label!r}, speedup={self.speedup:.2f}x, ci=({ci}))"
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(self.summary())

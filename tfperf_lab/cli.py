@@ -313,7 +313,7 @@ def cmd_replay(args) -> int:
         print(readme.update(course, "replay"))
         print(f"{readme.PAGES['replay']}: replay block regenerated from {readme.flake_folder(course)}")
         return 0
-    from tfperf import stats
+    from tfperf import stats, units
 
     rule = args.rule or stats.RULE
     if rule not in replay.RULES:
@@ -332,7 +332,8 @@ def cmd_replay(args) -> int:
         return 1
     print("\n".join(replay.table(rows)))
     worst = max(rows, key=lambda r: r.wrong_upper)
-    print(f"rule {rule}: worst upper bound {worst.wrong_upper:.3%} ({worst.lesson[:2]} {worst.name}, {worst.answer}, {worst.load})")
+    print(f"rule {rule}: worst upper bound {units.upper(worst.wrong_upper, '.3%')} ({worst.lesson[:2]} {worst.name}, {worst.answer}, "
+          f"{worst.load})")
     return 0
 
 

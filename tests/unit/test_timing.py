@@ -136,7 +136,8 @@ def test_describe_says_faster_only_when_the_interval_clears_one(clock):
     result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2),
                             labels=("slow", "fast"), clock=clock)
     sentence = result.describe()
-    assert sentence.startswith(f"fast against slow: {result.speedup:.2f}x (95% CI {result.ci[0]:.2f}-{result.ci[1]:.2f}x)")
+    # the interval's bounds print outward (tfperf.units.interval), the median to nearest
+    assert sentence.startswith(f"fast against slow: {result.speedup:.2f}x (95% CI {tfperf.units.interval(*result.ci)})")
     assert sentence.endswith(": faster on this run.")
 
 

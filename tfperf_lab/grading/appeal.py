@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-from tfperf.units import format_seconds
+from tfperf.units import format_seconds, interval, lower
 
 from ..course import Course, WorkFolder, notebook
 from ..course.config import DEFAULTS, GradingConfig
@@ -246,8 +246,8 @@ def _cell(text) -> str:
 
 def _ratio(verdict: dict) -> str:
     low, high = verdict["ci"]
-    interval = f"95% CI {low:.2f}-{high:.2f}x" if low > 0 and high != float("inf") else "no interval: too few rounds"
-    return f"{verdict['speedup']:.2f}x ({interval})"
+    shown = f"95% CI {interval(low, high)}" if low > 0 and high != float("inf") else "no interval: too few rounds"
+    return f"{verdict['speedup']:.2f}x ({shown})"
 
 
 def _seconds(value) -> str:
@@ -305,9 +305,8 @@ def _failed_because(verdict: dict | None, tests: list[dict], notes: list[str], n
              f"{_seconds(answer['median'])} (medians of the {verdict['rounds']} rounds kept"
              + (f"; {dropped} more were dropped, disturbed by other work)" if dropped else ")"))
     if not verdict["passed"]:
-        low = verdict["ci"][0]
         return (f"its measured speedup, {_ratio(verdict)}, did not clear the {verdict['threshold']:g}x threshold (the "
-                f"interval's lower end, {low:.2f}x, must reach it): {sides}")
+                f"interval's lower end, {lower(verdict['ci'][0])}x, must reach it): {sides}")
     withheld = [row["cell"] for row in tests if row["role"] == "output test" and row["status"] != "passed"]
     if withheld:
         return (f"its measurement passed ({_ratio(verdict)}), but speed is paid only for correct outputs and "

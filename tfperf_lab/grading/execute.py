@@ -19,6 +19,7 @@ import typing
 from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Any, Unicode
+from tfperf.units import interval
 
 from ..course import Course, CourseNotFound, skipping
 from ..course import config
@@ -222,8 +223,7 @@ class Deciding:
             if record is not None and record.passed:
                 continue
             if record is not None:
-                low, high = record.ci
-                reasons.append(f"{name}: measured {record.speedup:.2f}x ({low:.2f}-{high:.2f}x), needs {record.threshold:g}x")
+                reasons.append(f"{name}: measured {record.speedup:.2f}x ({interval(*record.ci)}), needs {record.threshold:g}x")
             elif self.source == "grader":
                 reasons.append(next((note for note in self.notes if note.startswith(f"speed check {name}")), f"{name}: not measured"))
             else:

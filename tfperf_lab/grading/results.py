@@ -11,6 +11,7 @@ import dataclasses
 import pathlib
 
 from tfperf.report import Record
+from tfperf.units import interval
 
 
 NOT_SUBMITTED = "not submitted"
@@ -139,7 +140,7 @@ class SubmissionResult:
             lines.append(f"  {cell.id:<{width}}  {score:>3}/{cell.max_score:<3g} {cell.status:<8} {cell.message}".rstrip())
         for item in self.measurements:
             kind = "speed check" if item.threshold else "measured"
-            lines.append(f"  {kind} {item.name}: {item.speedup:.2f}x (95% CI {item.ci[0]:.2f}-{item.ci[1]:.2f}x"
+            lines.append(f"  {kind} {item.name}: {item.speedup:.2f}x (95% CI {interval(*item.ci)}"
                          + (f", needs >= {item.threshold:g}x" if item.threshold else "") + ")")
         if self.feedback:
             lines.append(f"  feedback: {self.feedback}")

@@ -10,6 +10,8 @@ import json
 import os
 import pathlib
 
+from tfperf.units import lower, upper
+
 from ..course import variants
 
 
@@ -18,9 +20,11 @@ def render(rows: list[dict], *, hogs: int, workers: int, bursts: int = 0) -> str
              "| lesson | cell | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | load |",
              "|---|---|---|---|---|---|---|---|---|"]
     fmt = lambda v: "-" if v is None else f"{v:.2f}"
+    low = lambda v: "-" if v is None else lower(v)  # an interval's bounds print outward (tfperf.units)
+    high = lambda v: "-" if v is None else upper(v)
     for r in rows:
         lines.append(f"| {r['lesson']} | {r['cell']} | {r['answer']} | {r['passed']} / {r['runs']} | {fmt(r['speedup_median'])} | "
-                     f"{fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])} | {fmt(r.get('load_median'))} |")
+                     f"{low(r['ci_low_min'])} | {high(r['ci_high_max'])} | {fmt(r['threshold'])} | {fmt(r.get('load_median'))} |")
     return "\n".join(lines)
 
 

@@ -17,6 +17,8 @@ import os
 import pathlib
 import statistics
 
+from tfperf.units import interval, lower, upper
+
 from . import report
 from ..course import Course
 
@@ -94,8 +96,8 @@ def report_block(course: Course, folder: pathlib.Path | None = None) -> str:
              "| lesson | measurement | speedup (95% CI) | article's claim |", "|---|---|---|---|"]
     for lesson in summary["lessons"]:
         for item in lesson["records"]:
-            low, high = item["ci"]
-            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({low:.2f}-{high:.2f}) | {report.claim(item)} |")
+            lines.append(f"| {lesson['id'][:2]} | {item['name']} | {item['speedup']:.2f}x ({interval(*item['ci'], unit='')}) | "
+                         f"{report.claim(item)} |")
         lines += [f"| {lesson['id'][:2]} | error: {error} | | |" for error in lesson["errors"]]
     lines += ["", f"![Every measured speedup, log scale]({relative}/course-report.png)"]
     return "\n".join(lines)
@@ -126,13 +128,15 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
                   key=lambda item: (item[1]["lesson"], item[1]["cell"], item[1]["answer"] != "reference", item[1]["answer"],
                                     item[0]["hogs"], item[0].get("bursts", 0)))
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    low = lambda v: "-" if v is None else lower(v)  # noqa: E731  (an interval's bounds print outward: tfperf.units)
+    high = lambda v: "-" if v is None else upper(v)  # noqa: E731
     lines = ["| lesson | speed check | answer | passed / runs | median speedup | lowest CI low | highest CI high | threshold | "
              "slowest decision | beside | workers | load average | timed by |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for campaign, r in rows:
         slowest = f"{r['rounds_max']} rounds, {r['elapsed_max']:.1f} s" if r.get("rounds_max") else "-"
         lines.append(f"| {r['lesson'][:2]} | `{r['cell']}` | {r['answer'].replace('_', ' ')} | {r['passed']} / {r['runs']} | "
-                     f"{fmt(r['speedup_median'])}x | {fmt(r['ci_low_min'])} | {fmt(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
+                     f"{fmt(r['speedup_median'])}x | {low(r['ci_low_min'])} | {high(r['ci_high_max'])} | {fmt(r['threshold'])}x | "
                      f"{slowest} | {load_of(campaign)} | {campaign['workers']} | {fmt(r.get('load_median'))} | "
                      f"{timed_by(campaign)} |")
     lines.append("")
@@ -165,7 +169,8 @@ def flake_block(course: Course, folder: pathlib.Path | None = None) -> str:
         dates = sorted({c.get("date") or "-" for c in group})
         lines.append(f"| {dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]} | {workers} | {load} | {sandbox} | {timer} | "
                      f"{'all ' + str(len(lessons)) if every else ', '.join(lessons)} | {sum(r['runs'] for r in reference)} | "
-                     f"{sum(r['runs'] - r['passed'] for r in reference)} | {margin['ci_low_min'] / margin['threshold']:.2f} ({margin['lesson'][:2]}) | "
+                     f"{sum(r['runs'] - r['passed'] for r in reference)} | "
+                     f"{lower(margin['ci_low_min'] / margin['threshold'])} ({margin['lesson'][:2]}) | "
                      f"{decision} | {per_minute:.1f} | {per_minute / max(cores, 1):.1f} |")
     return "\n".join(lines)
 
@@ -216,7 +221,7 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
             cells = []
             for load in loads:
                 reference = [r for l, r in rows if l == load and r["answer"] == "reference"]
-                cells.append(", ".join(f"{r['speedup_median']:.2f}x ({r['ci_low_min']:.2f}{at(r, today)})" for r in reference)
+                cells.append(", ".join(f"{r['speedup_median']:.2f}x ({lower(r['ci_low_min'])}{at(r, today)})" for r in reference)
                              or "not yet measured under the rule")
             unoptimized = [(l, r) for l, r in rows if r["answer"] != "reference"]
             stopped = lambda r: bool(r.get("gradings")) and replay.stopped_elsewhere(r, r["gradings"])  # noqa: E731
@@ -263,7 +268,7 @@ def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     worst = max(rows, key=lambda r: r.wrong_upper)
     return "\n".join(replay.table(rows) + [""] + aside + [f"Rule `{stats.RULE}`, {len(rows)} checks x answers x loads, 10,000 virtual "
                                                f"gradings each in blocks of 5 rounds: the highest upper bound of a wrong outcome's "
-                                               f"rate is {worst.wrong_upper:.3%} ({worst.lesson[:2]} `{worst.name}`, "
+                                               f"rate is {upper(worst.wrong_upper, '.3%')} ({worst.lesson[:2]} `{worst.name}`, "
                                                f"{worst.answer.replace('_', ' ')}, {worst.load})."])
 
 

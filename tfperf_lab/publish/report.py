@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 import tfperf
 from tfperf import stats
 from tfperf.report import Record, load_records
-from tfperf.units import format_seconds
+from tfperf.units import format_seconds, interval
 
 from ..course import Course, Lesson
 from ..course.config import DEFAULTS, PROFILE_VARIABLE, RECORD_VARIABLE
@@ -71,10 +71,9 @@ def execute(lesson: Lesson, records: pathlib.Path, *, profile: str = "reduced", 
 
 def _row(lesson: Lesson, item: Record) -> str:
     base, cand = item.baseline, item.candidate
-    low, high = item.ci
     return (f"| {lesson.id} | {item.name} | {base['label']}: {format_seconds(base['median'])} | "
             f"{cand['label']}: {format_seconds(cand['median'])} | **{item.speedup:.2f}x** "
-            f"({f'{low:.2f}-{high:.2f}' if stats.bounded(item.ci) else 'too few rounds for an interval'}) | "
+            f"({interval(*item.ci, unit='') if stats.bounded(item.ci) else 'too few rounds for an interval'}) | "
             f"{claim(item.to_dict())} |")
 
 

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from tfperf import env as tf_env, stats, timing
+from tfperf.units import upper
 
 from . import replay, timer
 
@@ -176,9 +177,9 @@ def report(noise: Noise, found: list[Verdict]) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for v in found:
         slow = f"{v.unoptimized:.2f}x" if v.unoptimized is not None else "-"
-        passes = f"{v.false_pass[0]} / {v.virtual} (< {v.false_pass[1]:.2%})" if v.false_pass else "-"
+        passes = f"{v.false_pass[0]} / {v.virtual} (< {upper(v.false_pass[1], '.2%')})" if v.false_pass else "-"
         lines.append(f"| {v.lesson[:2]} | {v.name} | {v.threshold:g}x | {v.reference:.2f}x / {slow} | "
-                     f"{v.false_fail[0]} / {v.virtual} (< {v.false_fail[1]:.2%}) | {passes} | "
+                     f"{v.false_fail[0]} / {v.virtual} (< {upper(v.false_fail[1], '.2%')}) | {passes} | "
                      f"{'reliable' if v.reliable else 'NOT reliable'} |")
     bad = [v for v in found if not v.reliable]
     lines.append("")

@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from tfperf import stats, timing
+from tfperf.units import upper
 
 from ..course import notebook
 from .timer import MIN_SPAN
@@ -276,5 +277,5 @@ def table(rows: list[Replayed]) -> list[str]:
              "upper bound (95%) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x{_measured_at(r)} | {r.recorded_wrong} / {r.recorded} | "
-                     f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {r.wrong_upper:.3%} |")
+                     f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {upper(r.wrong_upper, '.3%')} |")
     return lines
