@@ -383,3 +383,66 @@ def test_grading_processes_on_one_machine_take_turns_and_the_wait_stops_the_wait
     holder.wait()
     assert waited >= 0.5, waited
     assert waiting.paused_seconds == pytest.approx(waited, abs=0.05)
+
+
+# Issue 53 item 3: an undecided check whose rounds clear the threshold is the machine's to decide again, never a fail.
+
+def _as_if(comparison, *, ci, disturbed=0, ratios=None):
+    """``comparison`` with another interval, that many disturbed rounds and (when given) other per-round ratios."""
+    import dataclasses
+
+    metadata = dict(comparison.baseline.metadata, disturbed_rounds=disturbed)
+    changed = dataclasses.replace(comparison, ci=ci, baseline=dataclasses.replace(comparison.baseline, metadata=metadata),
+                                  candidate=dataclasses.replace(comparison.candidate, metadata=metadata))
+    return dataclasses.replace(changed, ratios=tuple(ratios)) if ratios is not None else changed
+
+
+def _measured_as(monkeypatch, *faked):
+    """The judge's timer measures for real; its first len(faked) results are changed by ``faked`` (`_as_if`'s keywords)."""
+    calls = []
+    real = timer.measure
+
+    def measure(*args, **kwargs):
+        comparison = real(*args, **kwargs)
+        calls.append(comparison)
+        return _as_if(comparison, **faked[len(calls) - 1]) if len(calls) <= len(faked) else comparison
+
+    monkeypatch.setattr(judge.timer, "measure", measure)
+    monkeypatch.setattr(judge, "REMEASURE_AFTER", (0.05, 0.05))
+    return calls
+
+
+UNDECIDED = {"ci": (1.6, 2.7), "disturbed": 12}  # the check asks for 2x: the interval holds it; the real rounds clear it
+
+
+def test_an_undecided_check_whose_rounds_clear_the_threshold_is_measured_again_and_the_later_verdict_counts(tiny, monkeypatch):
+    calls = _measured_as(monkeypatch, UNDECIDED)
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert len(calls) == 2 and verdicts[0]["passed"], (verdicts, referee.notes)
+    assert any("measured 2 times" in note and "12 of its" in note for note in referee.notes), referee.notes
+    assert not referee.machine_faults and referee.records[0].passed
+
+
+def test_a_check_the_machine_never_decides_is_the_machines_never_a_fail(tiny, monkeypatch):
+    calls = _measured_as(monkeypatch, *[UNDECIDED] * 3)
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert len(calls) == 1 + len(judge.REMEASURE_AFTER), calls
+    assert not verdicts[0]["passed"] and "could not confirm" in verdicts[0]["reason"], verdicts
+    assert "not of the notebook" in verdicts[0]["reason"], verdicts
+    assert referee.machine_faults and not referee.records, (referee.machine_faults, referee.records)
+
+
+def test_an_undecided_check_whose_rounds_point_below_fails_and_is_measured_once(tiny, monkeypatch):
+    calls = _measured_as(monkeypatch, {"ci": (1.2, 2.3), "disturbed": 12, "ratios": [1.5] * 12})
+    referee, verdicts = _run(tiny, [lambda v: v * 2])
+    assert len(calls) == 1 and not verdicts[0]["passed"], verdicts
+    assert not referee.machine_faults and referee.records and not referee.records[0].passed
+
+
+def test_only_an_undecided_interval_with_rounds_above_the_threshold_is_the_machines():
+    sides = [timing.TimingResult(label, (0.01,) * 8) for label in ("baseline", "candidate")]
+    comparison = timing.Comparison(sides[0], sides[1], (2.2,) * 8, (1.5, 2.5), threshold=2.0)
+    assert "2.20x, clears the 2x asked" in judge.undecided_above(_as_if(comparison, ci=(1.5, 2.5), disturbed=3))
+    assert judge.undecided_above(_as_if(comparison, ci=(1.5, 2.5), ratios=[1.9] * 8)) is None  # rounds below: the answer's
+    assert judge.undecided_above(_as_if(comparison, ci=(2.1, 3.0))) is None  # passed: evidence
+    assert judge.undecided_above(_as_if(comparison, ci=(1.1, 1.9), ratios=[1.5] * 8)) is None  # failed: evidence it is slow

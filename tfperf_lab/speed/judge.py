@@ -54,11 +54,18 @@ from ..course.config import DEFAULTS, GRADER_VARIABLE, RECORD_VARIABLE, ROLE_VAR
 from ..isolation import cgroups
 from ..isolation.contract import Freezing, Watcher
 from . import TECHNIQUE, timer, zygote
-from tfperf import link, timing
+from tfperf import link, stats, timing
 
 from .timer import Failed, Side
 
 HELLO_SECONDS = 30.0
+# A check left undecided (its interval still holds the threshold when its budget ran out) whose rounds put the answer
+# above the threshold (their median clears it) was left so by the machine (a busy one spoils rounds and widens the
+# interval), not shown slow by the answer: it is measured again after each wait here, the job frozen meanwhile; still so
+# after the last, it is the machine's fault (the row is graded again, never scored; twice on the same file, a person
+# decides), never a fail for the student. Only rounds that point below the threshold fail an undecided check: a
+# threshold set far below what the optimization gives (issue 53, item 3).
+REMEASURE_AFTER = (5.0, 20.0)
 PROGRESS_SECONDS = 10.0
 
 
@@ -115,6 +122,18 @@ def _hello(connection: socket.socket, role: str) -> Side | None:
         return None
     side.hello, side.name = {"hello": name, "role": said, "options": options}, name
     return side
+
+
+def undecided_above(comparison: timing.Comparison) -> str | None:
+    """Why ``comparison`` is the machine's to decide again, not the answer's (see `REMEASURE_AFTER`): its interval
+    holds the threshold while the median of its rounds clears it. None when it decided, or its rounds point below."""
+    if comparison.threshold is None or stats.decided(comparison.ci, comparison.threshold, comparison.tolerance):
+        return None
+    if comparison.speedup < comparison.threshold:
+        return None
+    disturbed = int(comparison.baseline.metadata.get("disturbed_rounds", len(comparison.dropped)))
+    return (f"its rounds' median, {comparison.speedup:.2f}x, clears the {comparison.threshold:g}x asked, but its interval "
+            f"still holds it; {disturbed} of its {disturbed + comparison.rounds} rounds were disturbed by other work")
 
 
 class Judge(Watcher):
@@ -360,6 +379,32 @@ class Judge(Watcher):
                                      f"runs ({self.cannot_freeze}), so the two sides could not be timed apart. A problem of the "
                                      f"grading machine, not of the notebook: tell your instructor", candidate, reference, machine=True)
             return
+        try:
+            comparison = self._measure(reference, candidate, options)
+            measured, first = 1, undecided_above(comparison)
+            while (why := undecided_above(comparison)) and measured <= len(REMEASURE_AFTER):
+                self._wait(REMEASURE_AFTER[measured - 1])
+                comparison = self._measure(reference, candidate, options)
+                measured += 1
+        except Failed as failure:
+            self._not_measured(name, str(failure), candidate, reference)
+            return
+        if why:  # never the answer's: the row is the machine's, graded again by the next plain `grade`
+            self._not_measured(name, f"not decided: the grading machine could not confirm the speedup ({why}; measured "
+                                     f"{measured} times). A problem of the grading machine, not of the notebook: it is graded "
+                                     f"again", candidate, reference, machine=True)
+            return
+        if measured > 1:
+            self.notes.append(f"speed check {name}: measured {measured} times: the first left it undecided ({first})")
+        record = Record.of(name, comparison, technique=TECHNIQUE)
+        self.records.append(record)
+        verdict = {"passed": record.passed, "summary": comparison.summary()}
+        candidate.close(verdict)
+        reference.close(verdict)
+
+    def _measure(self, reference: Side, candidate: Side, options: timing.CheckOptions) -> timing.Comparison:
+        """One measurement of the check (`timer.measure`), in this machine's turn where the job shares cores with others
+        (they are paused meanwhile); raises `Failed`."""
         alone = self.cpus is None  # sharing cores: measure alone, the other unpinned jobs paused
         with contextlib.ExitStack() as turn:
             if alone:
@@ -371,17 +416,20 @@ class Judge(Watcher):
                     other._pause()
                     turn.callback(other._resume)
             try:
-                comparison = timer.measure(reference, candidate, options, self._freezer, cpus=self.cpus)
-            except Failed as failure:
-                self._not_measured(name, str(failure), candidate, reference)
-                return
+                return timer.measure(reference, candidate, options, self._freezer, cpus=self.cpus)
             finally:
                 self._thaw()
-        record = Record.of(name, comparison, technique=TECHNIQUE)
-        self.records.append(record)
-        verdict = {"passed": record.passed, "summary": comparison.summary()}
-        candidate.close(verdict)
-        reference.close(verdict)
+
+    def _wait(self, seconds: float) -> None:
+        """Wait ``seconds`` before measuring again, out of the machine's turn (others measure meanwhile), this job
+        frozen: its clocks stop (the runner sees the gap, the host adds it to its limit like a pause)."""
+        began = time.monotonic()
+        self._freeze()
+        try:
+            time.sleep(seconds)
+        finally:
+            self._thaw()
+            self.paused_seconds += time.monotonic() - began
 
     @contextlib.contextmanager
     def _machine_turn(self):
