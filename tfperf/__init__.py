@@ -4,10 +4,11 @@ One module per concern: `env` (setup, profile, fingerprint), `timing` (the harne
 (MNIST that works offline), `plots`, `checks` (assertions for exercise tests), `selfcheck` (test
 cells that report themselves where nbgrader does not run), `report` (measurement records), `stats` (the interval and the rule that decides),
 `events` (TensorBoard event files read back), `trace` (timeline and profiler traces as plain
-records) and `units` (durations formatted for people, and intervals rounded outward). Importing the package does not import TensorFlow.
+records), `units` (durations formatted for people, and intervals rounded outward) and `present` (the words printed
+about a measurement: the faster/slower rule and the measurement line). Importing the package does not import TensorFlow.
 """
 
-from . import checks, data, env, events, link, plots, report, selfcheck, stats, timing, trace, units
+from . import checks, data, env, events, link, plots, present, report, selfcheck, stats, timing, trace, units
 from .checks import assert_close, assert_raises, assert_speedup, count_calls
 from .data import load_mnist
 from .report import record
@@ -31,6 +32,7 @@ __all__ = [
     "load_mnist",
     "measure",
     "plots",
+    "present",
     "record",
     "report",
     "selfcheck",

@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from . import present as _present
 from .units import UNITS, format_seconds
 from .units import pick_unit as _pick_unit
 
@@ -57,8 +58,8 @@ _VERDICT_WORDS = {"faster": "faster (interval above 1x)", "slower": "slower (int
 
 
 def _verdict(low: float, high: float) -> str:
-    """The word an interval allows, by the rule of `tfperf.timing.Comparison.words`: the whole interval above or below 1x."""
-    return "faster" if low > 1 else "slower" if high < 1 else "inconclusive"
+    """The word an interval allows (`tfperf.present.verdict`: the whole interval above or below 1x), a bar's key."""
+    return _present.verdict((low, high), neither="inconclusive")
 
 
 def _two_and_five(value: float, _position=None) -> str:

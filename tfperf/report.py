@@ -15,7 +15,7 @@ import os
 import pathlib
 import time
 
-from . import timing
+from . import present, timing
 
 RECORD_VARIABLE = "TFPERF_RECORD"
 FORMAT = 1  # bump when a field changes meaning; readers refuse formats they do not know
@@ -125,12 +125,12 @@ def recorded_words(faster: int, slower: int, none: int) -> str:
     """What the course's one rule said of a comparison's recorded runs, counted: "faster in all 5 recorded runs",
     "no measurable difference in any of the 5 recorded runs", "faster in 2, slower in 1 and no measurable difference
     in 2 of the 5 recorded runs". A run is faster or slower only when its whole interval lies above or below 1x
-    (`tfperf.timing.Comparison.words`)."""
+    (`tfperf.present.verdict`)."""
     runs = faster + slower + none
-    counts = [(faster, "faster"), (slower, "slower"), (none, "no measurable difference")]
+    counts = [(faster, "faster"), (slower, "slower"), (none, present.NO_DIFFERENCE)]
     alone = [word for count, word in counts if count == runs]
     if alone:
-        return (f"no measurable difference in any of the {runs} recorded runs" if alone[0] == "no measurable difference"
+        return (f"{present.NO_DIFFERENCE} in any of the {runs} recorded runs" if alone[0] == present.NO_DIFFERENCE
                 else f"{alone[0]} in all {runs} recorded runs")
     parts = [f"{word} in {count}" for count, word in counts if count]
     return f"{', '.join(parts[:-1])} and {parts[-1]} of the {runs} recorded runs"
@@ -183,7 +183,7 @@ def seen(lesson: str, name: str, *, profile: str | None = None) -> Seen | None:
     entry = json.loads(RANGES_FILE.read_text(encoding="utf-8")).get("profiles", {}).get(profile, {}).get(lesson, {}).get(name)
     if not entry or entry["runs"] < 2:
         return None
-    counts = tuple(entry[word] for word in ("faster", "slower", "none")) if "faster" in entry else None
+    counts = tuple(entry[word] for word in present.VERDICTS) if "faster" in entry else None
     return Seen(entry["low"], entry["high"], runs=entry["runs"], profile=profile, counts=counts)
 
 

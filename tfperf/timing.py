@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import env as _env
+from . import present as _present
 from . import stats as _stats
 from . import units as _units
 from .units import format_seconds
@@ -171,9 +172,9 @@ class Comparison:
         The course's one rule (lesson 10's rubric states it too): faster or slower only when the whole
         interval lies above or below 1x; an interval that reaches 1x is no measurable difference. Unlike
         ``tolerance`` (which only decides when `compare` may stop adding rounds), it has no tolerance around 1x.
+        The rule is `tfperf.present.verdict`'s.
         """
-        low, high = self.ci
-        return "faster" if low > 1 else "slower" if high < 1 else "no measurable difference"
+        return _present.verdict(self.ci, neither=_present.NO_DIFFERENCE)
 
     def describe(self, *, seen=None) -> str:
         """One sentence for a lesson's "What to notice": this run's speedup, its interval, and the word it allows.
@@ -193,7 +194,7 @@ class Comparison:
             A sentence such as ``"parallel map against sequential map: 0.69x (95% CI 0.50-0.93x): slower on this run."``
         """
         low, high = self.ci
-        if self.words != "no measurable difference":
+        if self.words != _present.NO_DIFFERENCE:
             words = f"{self.words} on this run"
         elif not _stats.bounded(self.ci):
             words = "too few rounds to tell on this run"

@@ -101,7 +101,7 @@ def test_comparison_plot_and_step_latency_return_their_axes(clock):
 def test_public_surface_is_the_documented_one():
     assert sorted(tfperf.__all__) == sorted([
         "Comparison", "TimingResult", "assert_close", "assert_raises", "assert_speedup", "checks", "compare",
-        "count_calls", "data", "env", "events", "link", "load_mnist", "measure", "plots", "record", "report", "selfcheck", "stats", "timing",
+        "count_calls", "data", "env", "events", "link", "load_mnist", "measure", "plots", "present", "record", "report", "selfcheck", "stats", "timing",
         "trace", "units",
     ])
     for name in tfperf.__all__:

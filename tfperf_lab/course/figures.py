@@ -91,9 +91,10 @@ def _seconds(values: list[float]) -> str:
 
 
 def _words(entry: dict) -> str:
+    from tfperf.present import VERDICTS
     from tfperf.report import recorded_words
 
-    return recorded_words(entry.get("faster", 0), entry.get("slower", 0), entry.get("none", 0))
+    return recorded_words(*(entry.get(word, 0) for word in VERDICTS))
 
 
 def render(key: str, lesson: str, ranges: dict, thresholds: dict[str, float]) -> str:

@@ -21,7 +21,7 @@ import json
 import pathlib
 
 from nbgrader.api import Gradebook, MissingEntry
-from tfperf.units import interval
+from tfperf import present
 
 from ..course import Course, Lesson, WorkFolder, notebook
 from . import store
@@ -234,8 +234,7 @@ def listing(course: Course, work: WorkFolder) -> list[str]:
             line = f"  withheld: {cell_id}: its test earned {float(info.get('earned') or 0):g}{most}"
             if cell_id in checks:
                 verdicts = [m for m in result.measurements if m.name in checks[cell_id]]
-                line += "".join(f"; speed check {m.name}: {m.speedup:.2f}x (95% CI {interval(*m.ci)}, needs >= "
-                                f"{m.threshold:g}x) {'passed' if m.passed else 'failed'}" for m in verdicts)
+                line += "".join(f"; {present.measurement(m, outcome=' ')}" for m in verdicts)
             if cell is not None and result.decision:
                 line += f"; now {cell.score:g}"
             out.append(line)

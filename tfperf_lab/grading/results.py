@@ -10,8 +10,8 @@ import csv
 import dataclasses
 import pathlib
 
+from tfperf import present
 from tfperf.report import Record
-from tfperf.units import interval
 
 
 NOT_SUBMITTED = "not submitted"
@@ -138,10 +138,7 @@ class SubmissionResult:
         for cell in self.cells:
             score = "-" if cell.score is None else f"{cell.score:g}"
             lines.append(f"  {cell.id:<{width}}  {score:>3}/{cell.max_score:<3g} {cell.status:<8} {cell.message}".rstrip())
-        for item in self.measurements:
-            kind = "speed check" if item.threshold else "measured"
-            lines.append(f"  {kind} {item.name}: {item.speedup:.2f}x (95% CI {interval(*item.ci)}"
-                         + (f", needs >= {item.threshold:g}x" if item.threshold else "") + ")")
+        lines += [f"  {present.measurement(item)}" for item in self.measurements]
         if self.feedback:
             lines.append(f"  feedback: {self.feedback}")
         return lines

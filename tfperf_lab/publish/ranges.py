@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+from tfperf import present
 from tfperf.report import RANGES_FILE
 
 from ..course import Course, notebook
@@ -75,19 +76,13 @@ def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
     return found
 
 
-def words(ci: tuple[float, float] | list[float]) -> str:
-    """The course's one rule (`tfperf.timing.Comparison.words`): faster or slower only when the whole interval lies
-    above or below 1x."""
-    low, high = ci
-    return "faster" if low > 1 else "slower" if high < 1 else "none"
-
-
 def summarise(runs: list[dict]) -> dict:
-    """One record over its runs: the range of medians, how many runs, how many the rule calls faster, slower or
-    neither, and each side's range of median seconds per call (when every run kept them)."""
+    """One record over its runs: the range of medians, how many runs, how many the rule (`tfperf.present.verdict`)
+    calls faster, slower or neither ("none"), and each side's range of median seconds per call (when every run kept
+    them)."""
     entry = {"low": round(min(r["speedup"] for r in runs), 3), "high": round(max(r["speedup"] for r in runs), 3), "runs": len(runs)}
-    for word in ("faster", "slower", "none"):
-        entry[word] = sum(words(r["ci"]) == word for r in runs)
+    for word in present.VERDICTS:
+        entry[word] = sum(present.verdict(r["ci"]) == word for r in runs)
     for side in ("baseline", "candidate"):
         values = [r.get(side) for r in runs]
         if all(value is not None for value in values):

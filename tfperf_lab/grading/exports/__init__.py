@@ -165,16 +165,11 @@ def number(value: float) -> str:
 
 
 def measurement(item) -> str:
-    """One measured speedup, as the course's report says it."""
-    from tfperf import stats
+    """One measured speedup, as the course's report says it (`tfperf.present.measurement`), a check's outcome after a
+    colon: "speed check NAME: 4.74x (95% CI 3.84-5.98x, needs >= 1.75x): passed"."""
+    from tfperf import present
 
-    kind = "speed check" if item.threshold else "measured"
-    line = f"{kind} {item.name}: {item.speedup:.2f}x ({stats.shown(item.ci)}"
-    if item.threshold:
-        line += f", needs >= {item.threshold:g}x): " + ("passed" if item.passed else "failed")
-    else:
-        line += ")"
-    return line
+    return present.measurement(item, outcome=": ", too_few=True)
 
 
 def checks(lesson: "Lesson | None") -> dict[str, list[str]]:
