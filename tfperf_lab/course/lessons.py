@@ -51,6 +51,11 @@ class Lesson:
         """The run-time promise every lesson's first cell states, generated from ``metadata.tfperf.minutes``."""
         return run_time_text(self.minutes_full, self.minutes_grading, self.minutes_study)
 
+    @property
+    def graded_time_text(self) -> str:
+        """The grading note's sentence on the time grading takes (`graded_time_text`)."""
+        return graded_time_text(self.minutes_full, self.minutes_grading)
+
     def source_notebook(self) -> dict:
         """A fresh copy of the source notebook (solutions and hidden tests): callers may change it."""
         return notebook.copy(_parsed(self.source))
@@ -96,17 +101,24 @@ def _parsed(path: pathlib.Path) -> dict:
 def run_time_text(minutes_full: float, minutes_grading: float, minutes_study: float = 0) -> str:
     """What a lesson's first cell says of a learner's time and the machine's; `tfperf-lab run` reports any lesson that overran.
 
-    Grading runs smaller workloads than a learner's run, yet can take longer: it starts a fresh sandboxed kernel and
-    runs the hidden tests and every speed check; the sentence says so when that is the case.
+    The time grading takes is the grading note's (`graded_time_text`, the lesson's "How this is graded" section): the
+    lesson's opening speaks of the learner's run only.
     """
-    def minutes(value: float) -> str:
-        return f"{float(value):g} minute{'' if float(value) == 1 else 's'}"
+    study = f"study time: about {_minutes(minutes_study)} · " if minutes_study else ""
+    return f"{study}expected run time: under {_minutes(minutes_full)} on a 2-core CPU"
 
+
+def graded_time_text(minutes_full: float, minutes_grading: float) -> str:
+    """The grading note's sentence on the time grading takes. Grading runs smaller workloads than a learner's run, yet
+    can take longer: it starts a fresh sandboxed kernel and runs the hidden tests and every speed check; the sentence
+    says so when that is the case."""
     why = (": smaller workloads, but a fresh sandboxed kernel, the hidden tests and every speed check"
-           if minutes_grading > minutes_full else "")
-    study = f"study time: about {minutes(minutes_study)} · " if minutes_study else ""
-    return (f"{study}expected run time: under {minutes(minutes_full)} on a 2-core CPU "
-            f"(under {minutes(minutes_grading)} when graded{why})")
+           if minutes_grading > minutes_full else ", on smaller workloads")
+    return f"Graded, the notebook runs in under {_minutes(minutes_grading)} on a 2-core CPU{why}."
+
+
+def _minutes(value: float) -> str:
+    return f"{float(value):g} minute{'' if float(value) == 1 else 's'}"
 
 
 @dataclasses.dataclass(frozen=True)

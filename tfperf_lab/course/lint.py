@@ -189,11 +189,12 @@ RULES = (no_outputs, grade_metadata, test_cells, structure, baselines_read_only,
 
 def lint(course: Course, path: pathlib.Path) -> list[str]:
     """Every problem of one notebook, each prefixed with its path."""
-    from . import figures, stamp
+    from . import figures, prose, stamp
 
     nb = notebook.read(path)
     found = [problem for rule in RULES for problem in rule(nb)] + shared_cells(nb, stamp.location(course))
     lesson_id = nb.get("metadata", {}).get("tfperf", {}).get("lesson")
     if lesson_id in {lesson.id for lesson in course.lessons}:
         found += figures.problems(nb, lesson_id, figures.recorded(), generated=(course.lesson(lesson_id).run_time_text,))
+        found += prose.problems(nb)
     return [f"{path}: {problem}" for problem in found]

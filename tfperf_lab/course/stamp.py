@@ -12,8 +12,12 @@
   versions, the device and how to switch on a GPU.
 - read-only code cells (the baselines speed checks time) open with `READ_ONLY_NOTE`, saying what the
   grader does with them.
+- ``how-graded``: the lesson's one note on grading ("## How this is graded"), the only place its prose speaks of the
+  grading machinery (sandbox, profiles, the grader's clock, the decision rule: `tests/unit/test_lesson_prose.py`). The
+  lesson owns the cell; stamping adds it with `NOTE_DEFAULT` when it is missing and moves it before the self-check.
 - ``self-check-heading`` / ``self-check``: the last cells, a per-exercise table of the visible tests
-  (`tfperf.selfcheck.summary`), with the exercises, docstrings and points read from the test cells.
+  (`tfperf.selfcheck.summary`), with the exercises, docstrings and points read from the test cells, and the time
+  grading takes (`tfperf_lab.course.lessons.graded_time_text`).
 
 ``tfperf-lab release`` stamps the source notebooks before generating the student versions, and the
 lint rule `problems` reports a notebook whose stamped cells are missing or out of date.
@@ -29,6 +33,7 @@ import tomllib
 import nbformat
 
 from . import notebook
+from .prose import NOTE_HEADING, NOTE_ID
 from .lessons import Course, Lesson
 
 SETUP_CALL = "ENV = tfperf.env.setup()"
@@ -66,13 +71,23 @@ message saying what to do if that fails; on Kaggle, switch **Internet** on first
 editor's right-hand panel): Kaggle notebooks start offline."""
 # The sentence lessons used to carry by hand before `SETUP_HELP` (wrong on Colab and Kaggle); stamping removes it.
 LEGACY_SETUP_HELP = re.compile(r"\s*If this cell fails, install the course first:\s+`pip install -e \.`\s+in the course folder\s+\(see the README\)\.")
+# The note's opening paragraph: stamped into a lesson that has no note yet; a lesson's note keeps it and adds its own.
+NOTE_DEFAULT = NOTE_HEADING + """
+
+When the notebook is graded (`tfperf-lab check` on your own machine, or your instructor's nbgrader), it runs again
+from the top in a fresh, sandboxed kernel, on the smaller workloads of the reduced profile (`tfperf.env.profile()`
+says which profile a run uses), with hidden tests beside the visible ones. The read-only cells (the baselines the
+speed checks time) are restored first. Each speed check is timed by the grader, in a process of its own: your code
+against the course's copy of the baseline, in paired, interleaved rounds, decided by a confidence interval that must
+clear the threshold. A check the machine left undecided while your rounds cleared the threshold is measured again,
+never failed for it. [How grading works]({url}) has the details."""
 SUMMARY_HEADING = """\
-## Self-check summary
+### Self-check summary
 
 Run this cell last. It lists every test cell above: passed, failed (with the reason and any measured
 speedup) or not run yet. Only the visible tests run here; the hidden ones run when the notebook is graded,
 so a full self-check is necessary, not sufficient. Graded locally: `tfperf-lab check <this notebook>`
-(see the README); in a class: your instructor's nbgrader."""
+(see the README); in a class: your instructor's nbgrader. {graded}"""
 READ_ONLY_NOTE = ("# Read-only: graded speed checks time this code. Changes are undone when graded, and redefining its\n"
                   "# functions or CONSTANTS in your own cells costs the speed points: copy them under new names to experiment.")
 # A section with autograded points: "## 3. Exercise 2: a fast pipeline (6 points)" gives "Exercise 2: a fast pipeline".
@@ -104,6 +119,24 @@ def kaggle_url(lesson_id: str, where: tuple[str, str]) -> str:
 def badge_source(lesson_id: str, where: tuple[str, str]) -> str:
     return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(lesson_id, where)}) "
             f"[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)]({kaggle_url(lesson_id, where)})")
+
+
+def grading_url(where: tuple[str, str]) -> str:
+    """docs/grading.md on GitHub: the note's link works in the student version wherever it is opened (Colab too)."""
+    repository, branch = where
+    return f"https://github.com/{repository}/blob/{branch}/docs/grading.md"
+
+
+def summary_heading(nb: dict) -> str:
+    """The self-check's heading cell, with the time grading takes (from ``metadata.tfperf.minutes``)."""
+    from .lessons import graded_time_text
+
+    minutes = nb.get("metadata", {}).get("tfperf", {}).get("minutes", {})
+    if "full" not in minutes or "grading" not in minutes:
+        return SUMMARY_HEADING.format(graded="").rstrip()
+    sentence = graded_time_text(minutes["full"], minutes["grading"])
+    figure = sentence.split(" in under ", 1)[1].split(" on a ", 1)[0]  # "1.5 minutes": the notebook's budget, a definition
+    return SUMMARY_HEADING.format(graded=sentence.replace(f" {figure} ", f" <!--def-->{figure}<!--/def--> ", 1))
 
 
 def setup_source(where: tuple[str, str]) -> str:
@@ -198,16 +231,22 @@ def stamped(nb: dict, where: tuple[str, str]) -> dict:
     for cell in nb["cells"]:
         if notebook.is_read_only(cell) and not _text(cell).startswith(READ_ONLY_NOTE):
             cell["source"] = READ_ONLY_NOTE + "\n" + _text(cell)
+    at = _find(nb, NOTE_ID)
+    note = nb["cells"].pop(at) if at is not None else None
+    if note is None:
+        note = nbformat.v4.new_markdown_cell(NOTE_DEFAULT.format(url=grading_url(where)))
+        note["id"] = NOTE_ID
     for cell_id in ("self-check-heading", "self-check"):  # always last, after any cell added since
         at = _find(nb, cell_id)
         if at is not None:
             nb["cells"].pop(at)
-    put("self-check-heading", "markdown", SUMMARY_HEADING, len(nb["cells"]))
+    nb["cells"].append(note)
+    put("self-check-heading", "markdown", summary_heading(nb), len(nb["cells"]))
     put("self-check", "code", summary_source(nb), len(nb["cells"]))
     return nb
 
 
-SHARED = ("colab-badge", "setup-help", "setup", "self-check-heading", "self-check")
+SHARED = ("colab-badge", "setup-help", "setup", NOTE_ID, "self-check-heading", "self-check")
 
 
 def _place(nb: dict, cell_id: str) -> tuple[int, str] | None:
