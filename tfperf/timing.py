@@ -181,10 +181,10 @@ class Comparison:
 
         The word is `words`: "faster" or "slower" only when the whole interval lies above or below 1x,
         otherwise "no measurable difference" ("too noisy to tell" when the interval is also wide).
-        ``seen`` is what the course's own runs measured (`tfperf.report.seen` reads it from the recorded runs of the
-        learner's profile): their range of speedups, and what the same rule said of each run's interval. When the
-        rule called some runs faster and others slower the effect is called fragile; when this run's whole interval
-        falls outside the range, the sentence says so. Introduced in lesson 02.
+        ``seen`` is where one run lands on the course's 2-core machine (`tfperf.report.seen` reads it from the recorded
+        runs of the learner's profile: the range 9 runs in 10 fall in), and what the same rule said of each recorded
+        run's interval. When the rule called some runs faster and others slower the effect is called fragile; when
+        this run's speedup lands outside the range, the sentence says so. Introduced in lesson 02.
 
         Args:
             seen: A `tfperf.report.Seen` (range, number of recorded runs, their profile and words), a plain
@@ -207,15 +207,16 @@ class Comparison:
         if seen is None:
             return sentence
         least, most = float(seen[0]), float(seen[1])
-        span = f"{_ratio(least)}-{_ratio(most)}x"
+        ends = _units.ratio_bounds(least, most)
+        span = f"anywhere from {ends[0]}x to {ends[1]}x" if most / least > 2 else f"{ends[0]}-{ends[1]}x"
         runs, profile = getattr(seen, "runs", None), getattr(seen, "profile", None)
-        who = (f"the course's {runs} recorded runs in the {profile} profile" if runs and profile else "the course's runs")
+        where = f"on the course's 2-core VM one run lands {'' if span.startswith('anywhere') else 'in '}{span}"
+        source = f" (9 runs in 10, from its {runs} recorded runs in the {profile} profile)" if runs and profile else ""
         said = getattr(seen, "words", None)
         if said and getattr(seen, "fragile", False):
-            return f"{sentence} A fragile effect: {who} measured {span}, {said}, so one run decides nothing."
-        # outside only when the whole interval misses the range: an interval that overlaps it is compatible with it
-        outside = " (this run falls outside that range)" if high < least or low > most else ""
-        return f"{sentence} {who[0].upper()}{who[1:]} measured {span}" + (f": {said}" if said else "") + f"{outside}."
+            return f"{sentence} A fragile effect: {where}{source}, {said}, so one run decides nothing."
+        outside = " This run landed outside that range." if not least <= self.speedup <= most else ""
+        return f"{sentence} {where[0].upper()}{where[1:]}{source}" + (f": {said}" if said else "") + f".{outside}"
 
     @property
     def passed(self) -> bool:

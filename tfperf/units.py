@@ -89,3 +89,14 @@ def upper(value: float, spec: str = ".2f") -> str:
 def interval(low: float, high: float, spec: str = ".2f", unit: str = "x", sep: str = "-") -> str:
     """An interval as printed, rounded outward: ``interval(1.5951, 2.3901) == '1.59-2.40x'``; ``unit=""`` for none."""
     return f"{lower(low, spec)}{sep}{upper(high, spec)}{unit}"
+
+
+def ratio_bounds(low: float, high: float) -> tuple[str, str]:
+    """The two ends of a range of ratios as the lessons print a speedup (three significant figures, whole numbers from
+    100), rounded outward: ``ratio_bounds(19.91, 29.48) == ('19.9', '29.5')``, ``ratio_bounds(3.841, 5.654) ==
+    ('3.84', '5.66')``."""
+    def spec(value: float) -> str:
+        return ".3g" if value < 100 else ".0f"
+
+    return lower(low, spec(low)), upper(high, spec(high))
+

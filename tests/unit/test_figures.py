@@ -73,32 +73,39 @@ def test_a_claim_must_say_whose_and_a_mark_must_not_open_a_line():
 
 
 SYNTHETIC = {"profiles": {
-    "full": {"03_x": {"loop": {"low": 19.91, "high": 29.48, "runs": 5, "faster": 5, "slower": 0, "none": 0,
-                               "baseline": [0.0121, 0.0152], "candidate": [0.00061, 0.0007]},
-                      "mixed": {"low": 0.88, "high": 1.3, "runs": 5, "faster": 2, "slower": 1, "none": 2},
-                      "once": {"low": 2.0, "high": 2.0, "runs": 1, "faster": 1, "slower": 0, "none": 0}}},
-    "reduced": {"03_x": {"loop": {"low": 28.5, "high": 35.4, "runs": 5, "faster": 5, "slower": 0, "none": 0}}}}}
+    "full": {"03_x": {"loop": {"low": 19.91, "high": 29.48, "runs": 5, "one_run": [17.04, 32.61], "faster": 5, "slower": 0, "none": 0,
+                               "baseline": [0.0121, 0.0152], "candidate": [0.00061, 0.0007],
+                               "baseline_one_run": [0.01109, 0.01681], "candidate_one_run": [0.000551, 0.000771]},
+                      "mixed": {"low": 0.88, "high": 1.3, "runs": 5, "one_run": [0.86, 1.43], "faster": 2, "slower": 1, "none": 2},
+                      "wide": {"low": 1.1, "high": 1.9, "runs": 4, "one_run": [0.81, 2.42], "faster": 2, "slower": 0, "none": 2,
+                               "baseline_one_run": [0.002, 0.0061]},
+                      "two": {"low": 2.0, "high": 2.2, "runs": 2, "faster": 2, "slower": 0, "none": 0}}},
+    "reduced": {"03_x": {"loop": {"low": 28.5, "high": 35.4, "runs": 5, "one_run": [26.02, 38.71], "faster": 5, "slower": 0, "none": 0}}}}}
 
 
 @pytest.mark.parametrize("key, shown", [
-    ("03.loop", "19.9-29.5x"),
-    ("03.loop@reduced", "28.5-35.4x"),
+    ("03.loop", "17-32.7x"),  # where one run lands (tfperf.stats.one_run_range), not the medians' 19.9-29.5x; outward
+    ("03.loop@reduced", "26-38.8x"),
     ("03.loop:runs", "5"),
     ("03.loop:words", "faster in all 5 recorded runs"),
     ("03.mixed:words", "faster in 2, slower in 1 and no measurable difference in 2 of the 5 recorded runs"),
-    ("03.loop:baseline", "12-15 ms"),
-    ("03.loop:candidate", "610-700 us"),
-    ("03.loop:gain", "1891-2848%"),
-    ("03.mixed:saved", "-14% to 23%"),
+    ("03.loop:baseline", "11-17 ms"),
+    ("03.loop:candidate", "551-771 us"),
+    ("03.loop:gain", "1604-3161%"),
+    ("03.mixed:saved", "-17% to 31%"),
+    ("03.wide", "anywhere from 0.81x to 2.42x"),  # runs that spread say so, no narrow range
+    ("03.wide:baseline", "anywhere from 2 ms to 6.1 ms"),
     ("threshold:train_step_is_faster", "3x"),
 ])
 def test_each_format_renders_from_the_recorded_runs(key, shown):
     assert figures.render(key, "03_x", SYNTHETIC, {"train_step_is_faster": 3.0}) == shown
 
 
-def test_one_run_is_not_a_range_and_an_unknown_format_is_an_error():
+def test_two_runs_give_no_range_of_one_run_and_an_unknown_format_is_an_error():
+    with pytest.raises(figures.FigureError, match="3 or more"):
+        figures.render("03.two", "03_x", SYNTHETIC, {})
     with pytest.raises(figures.FigureError, match="two or more"):
-        figures.render("03.once", "03_x", SYNTHETIC, {})
+        figures.render("03.missing", "03_x", SYNTHETIC, {})
     with pytest.raises(figures.FigureError, match="unknown format"):
         figures.render("03.loop:median", "03_x", SYNTHETIC, {})
 
@@ -106,7 +113,7 @@ def test_one_run_is_not_a_range_and_an_unknown_format_is_an_error():
 def test_rendering_is_idempotent_and_fills_the_marks():
     nb = {"cells": [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "It gained <!--fig 03.loop-->?<!--/fig-->."}]}
     once = figures.rendered(nb, "03_x", SYNTHETIC)
-    assert notebook.source(once["cells"][0]) == "It gained <!--fig 03.loop-->19.9-29.5x<!--/fig-->."
+    assert notebook.source(once["cells"][0]) == "It gained <!--fig 03.loop-->17-32.7x<!--/fig-->."
     assert figures.rendered(once, "03_x", SYNTHETIC) == once
 
 

@@ -89,21 +89,19 @@ def test_every_seen_range_is_read_from_the_recorded_runs(lesson):
 
 
 def test_recorded_ranges_belong_to_a_profile_and_describe_says_which(tmp_path, monkeypatch):
-    ranges = {"profiles": {"full": {"10_capstone": {"capstone_trainer": {"low": 7.5, "high": 9.0, "runs": 3}}},
-                           "reduced": {"10_capstone": {"capstone_trainer": {"low": 2.3, "high": 5.9, "runs": 3},
-                                                       "once": {"low": 1.0, "high": 1.0, "runs": 1}}}}}
+    ranges = {"profiles": {"full": {"10_capstone": {"capstone_trainer": {"low": 7.5, "high": 9.0, "runs": 3, "one_run": [6.9, 9.8]}}},
+                           "reduced": {"10_capstone": {"capstone_trainer": {"low": 2.3, "high": 5.9, "runs": 3, "one_run": [1.9, 7.1]},
+                                                       "twice": {"low": 1.0, "high": 1.1, "runs": 2}}}}}
     (tmp_path / "ranges.json").write_text(json.dumps(ranges))
     monkeypatch.setattr(tfperf.report, "RANGES_FILE", tmp_path / "ranges.json")
     full = tfperf.report.seen("10_capstone", "capstone_trainer", profile="full")
-    assert tuple(full) == (7.5, 9.0) and full.profile == "full"
-    assert tuple(tfperf.report.seen("10_capstone", "capstone_trainer", profile="reduced")) == (2.3, 5.9)
-    assert tfperf.report.seen("10_capstone", "once", profile="reduced") is None  # one run is not a range
+    assert tuple(full) == (6.9, 9.8) and full.profile == "full"  # where one run lands, not the medians' 7.5-9
+    assert tuple(tfperf.report.seen("10_capstone", "capstone_trainer", profile="reduced")) == (1.9, 7.1)
+    assert tfperf.report.seen("10_capstone", "twice", profile="reduced") is None  # two runs give no range of one run
     sentence = comparison((8.8,), (8.1, 9.4), 80.0, 9.1).describe(seen=full)
-    assert "the course's 3 recorded runs in the full profile measured 7.5-9x" in sentence.lower()
-    assert "outside" not in sentence  # 8.81x in a full-profile run is inside the full profile's range
-    overlapping = comparison((9.2,), (8.5, 9.6), 80.0, 8.7).describe(seen=full)
-    assert "outside" not in overlapping  # its interval overlaps the range: compatible with it
-    assert "(this run falls outside that range)" in comparison((2.0,), (1.9, 2.1), 2.0, 1.0).describe(seen=full)
+    assert "On the course's 2-core VM one run lands in 6.9-9.8x (9 runs in 10, from its 3 recorded runs in the full profile)." in sentence
+    assert "outside" not in sentence  # 8.8x lands inside
+    assert "This run landed outside that range." in comparison((2.0,), (1.9, 2.1), 2.0, 1.0).describe(seen=full)
 
 
 def test_describe_calls_an_effect_fragile_only_when_the_rule_called_recorded_runs_faster_and_slower():
@@ -113,10 +111,11 @@ def test_describe_calls_an_effect_fragile_only_when_the_rule_called_recorded_run
     # medians on both sides of 1x, but no run's interval left "no measurable difference" on the slow side: not fragile
     nulls = Seen(0.9, 1.12, runs=5, profile="full", counts=(1, 0, 4))
     assert "fragile" not in run.describe(seen=nulls).lower()
-    assert "measured 0.9-1.12x: faster in 1 and no measurable difference in 4 of the 5 recorded runs." in run.describe(seen=nulls)
+    assert "lands in 0.9-1.12x (9 runs in 10, from its 5 recorded runs in the full profile): faster in 1 and no measurable " \
+           "difference in 4 of the 5 recorded runs." in run.describe(seen=nulls)
     both = Seen(0.7, 1.4, runs=5, profile="full", counts=(2, 1, 2))
-    assert "A fragile effect: the course's 5 recorded runs in the full profile measured 0.7-1.4x, faster in 2, slower in 1" \
-        in run.describe(seen=both)
+    assert "A fragile effect: on the course's 2-core VM one run lands in 0.7-1.4x (9 runs in 10, from its 5 recorded runs in " \
+           "the full profile), faster in 2, slower in 1" in run.describe(seen=both)
     assert "fragile" not in run.describe(seen=(0.7, 1.4)).lower()  # a bare range holds no intervals: no judgment
 
 
@@ -220,7 +219,7 @@ def test_prose_numbers_come_from_the_run():
     assert "half a millisecond" not in source(cell(notebook("04_tf_data"), "md-48-permutation-notice"))
     answer = source(cell(notebook("10_capstone"), "performance_report"))
     assert "8,000 training images" not in answer and "on 384 images" not in answer, "the model answer quotes the reduced profile"
-    assert "full profile" in answer
+    assert "1,280-image epochs" in answer, "the model answer should say it is the learner's workload"
 
 
 def test_metrics_lesson_explains_the_second_trace_where_it_prints_it():

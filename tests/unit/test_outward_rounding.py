@@ -186,10 +186,6 @@ NOT_AN_INTERVAL = {
         "m.low": "the 10th percentile of a machine's per-grading medians: a point estimate, no interval",
         "m.low / KEEP": "the highest threshold the 1.5x rule keeps, from that quantile: a point estimate",
     },
-    "tfperf_lab/course/figures.py": {
-        "share(entry['low'])": "the range of the recorded runs' medians (point estimates), rendered into the lessons' prose",
-        "share(entry['high'])": "the same range's other end",
-    },
 }
 
 

@@ -167,18 +167,21 @@ def test_describe_calls_an_effect_fragile_only_when_the_rule_called_runs_faster_
     from tfperf.report import Seen
 
     result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
-    straddling = Seen(0.6, 1.4, runs=4, profile="full", counts=(2, 2, 0))
-    assert "A fragile effect: the course's 4 recorded runs in the full profile measured 0.6-1.4x" in result.describe(seen=straddling)
+    straddling = Seen(0.8, 1.4, runs=4, profile="full", counts=(2, 2, 0))
+    assert "A fragile effect: on the course's 2-core VM one run lands in 0.8-1.4x (9 runs in 10, from its 4 recorded runs" \
+        in result.describe(seen=straddling)
     assert "fragile" not in result.describe(seen=(0.6, 1.4))  # medians straddling 1x are not the rule's words
     steady = result.describe(seen=(1.8, 2.2))
-    assert "fragile" not in steady and steady.endswith("The course's runs measured 1.8-2.2x.")
-    assert "(this run falls outside that range)" in result.describe(seen=(5.0, 8.0))
+    assert "fragile" not in steady and steady.endswith("On the course's 2-core VM one run lands in 1.8-2.2x.")
+    assert "This run landed outside that range." in result.describe(seen=(5.0, 8.0))
 
 
 def test_describe_writes_ranges_as_people_do(clock):
     result = tfperf.compare(clock.workload(2e-3, jitter=0.1, seed=1), clock.workload(1e-3, jitter=0.1, seed=2), clock=clock)
-    assert result.describe(seen=(146.0, 255.0)).endswith("The course's runs measured 146-255x (this run falls outside that range).")
-    assert "measured 1.08-1.12x" in result.describe(seen=(1.08, 1.12))
+    assert result.describe(seen=(146.0, 255.0)).endswith("one run lands in 146-255x. This run landed outside that range.")
+    assert "lands in 1.08-1.12x" in result.describe(seen=(1.08, 1.12))
+    assert "lands anywhere from 0.8x to 2.4x" in result.describe(seen=(0.8, 2.4))  # runs that spread wide say so
+    assert "lands in 1.07-1.13x" in result.describe(seen=(1.0751, 1.1201))  # rounded outward
 
 
 def test_harness_waits_for_the_device_after_every_call_whatever_it_returns(clock):

@@ -6,10 +6,13 @@ things, each written between two HTML comments (invisible in Jupyter, Colab and 
 - **a recorded figure**, rendered by ``tfperf-lab release`` from ``tfperf/ranges.json`` (the runs in ``docs/runs/``
   of the lesson's current code): ``<!--fig 03.tiny_ops_loop-->19.9-29.5x<!--/fig-->``. The key is the lesson's
   number, a record's name (what the lesson passes to ``tfperf.record``), an optional ``:format`` and ``@profile``
-  (``full``, the learner's, by default). Formats (`FORMATS`): ``range`` (the medians' range, the default), ``words``
-  (what the one rule says of each run's interval: "faster in all 5 recorded runs"), ``runs``, ``baseline`` and
-  ``candidate`` (each side's median time per call), ``gain`` (``(speedup - 1)`` as a percentage) and ``saved`` (the
-  share of time saved, ``1 - 1 / speedup``). ``<!--fig threshold:CELL-->3x<!--/fig-->`` is the graded threshold of
+  (``full``, the learner's, by default). Formats (`FORMATS`): ``range`` (the default: where one run lands, 9 runs in
+  10, `tfperf.stats.one_run_range` over the recorded runs, not the spread of their medians), ``words`` (what the one
+  rule says of each run's interval: "faster in all 5 recorded runs"), ``runs``, ``baseline`` and ``candidate`` (where
+  one run's median time per call lands, each side), ``gain`` (``(speedup - 1)`` as a percentage) and ``saved`` (the
+  share of time saved, ``1 - 1 / speedup``), both of one run. A range wider than a factor of `WIDE` reads "anywhere
+  from A to B". The paragraph that quotes a range says it is one run's on the 2-core machine
+  (`tfperf_lab.course.prose`). ``<!--fig threshold:CELL-->3x<!--/fig-->`` is the graded threshold of
   the lesson's speed check ``CELL``, read from its test cell.
 - **a claim**, the article's or the course notes' words, not a measurement:
   ``<!--claim-->about 10x<!--/claim-->``; its paragraph says whose claim it is (it names an article or the notes).
@@ -28,13 +31,15 @@ import json
 import pathlib
 import re
 
-from tfperf.timing import _ratio  # a speedup as the lessons print it
+from tfperf.units import lower, ratio_bounds, upper
 
 from . import notebook
 
 FIG = re.compile(r"<!--fig ([^>]*?)-->(.*?)<!--/fig-->", re.S)
 MARK = re.compile(r"<!--(fig|claim|def)\b([^>]*?)-->(.*?)<!--/\1-->", re.S)
 FORMATS = ("range", "words", "runs", "baseline", "candidate", "gain", "saved")
+WIDE = 2.0  # a range of one run wider than this factor reads "anywhere from A to B": the runs spread, no narrow range
+ONE_RUN_RUNS = 3  # tfperf.stats.ONE_RUN_RUNS
 PROFILES = ("full", "reduced")
 DEFAULT_PROFILE = "full"  # a learner's notebook runs the full profile; grading runs the reduced one
 # A figure: a number, or a range of two, with a unit of time, a ratio or a share. "1x" alone is the line between
@@ -83,11 +88,13 @@ def _span(low: str, high: str, unit: str) -> str:
 
 
 def _seconds(values: list[float]) -> str:
+    """A range of seconds per call in one unit, two significant figures (whole numbers from 10), rounded outward."""
     from tfperf.units import pick_unit
 
     scale, unit = pick_unit(min(values))
-    low, high = (f"{v / scale:.2g}" if v / scale < 10 else f"{v / scale:.0f}" for v in values)
-    return _span(low, high, f" {unit}")
+    low, high = (float(f"{value / scale:.12g}") for value in values)  # 0.0061 / 1e-3 is 6.1000000000000005: no rounding up to 6.2
+    return _spread(lower(low, ".2g" if low < 10 else ".0f"), upper(high, ".2g" if high < 10 else ".0f"), f" {unit}",
+                   wide=high / low > WIDE)
 
 
 def _words(entry: dict) -> str:
@@ -111,18 +118,27 @@ def render(key: str, lesson: str, ranges: dict, thresholds: dict[str, float]) ->
     if not entry or entry["runs"] < 2:
         raise FigureError(f"{number}.{name}: not recorded in two or more {profile}-profile runs of the lesson's current code "
                           f"(record it: tfperf-lab run --profile {profile} --keep-run --runs 5)")
-    if form == "range":
-        return _span(_ratio(entry["low"]), _ratio(entry["high"]), "x")
     if form == "runs":
         return str(entry["runs"])
     if form == "words":
         return _words(entry)
-    if form in ("baseline", "candidate"):
-        if form not in entry:
-            raise FigureError(f"{number}.{name}: the runs kept no {form} times")
-        return _seconds(entry[form])
-    share = (lambda s: (s - 1) * 100) if form == "gain" else (lambda s: (1 - 1 / s) * 100)
-    return _span(f"{share(entry['low']):.0f}", f"{share(entry['high']):.0f}", "%")
+    side = "" if form in ("range", "gain", "saved") else f"{form}_"
+    predicted = entry.get(f"{side}one_run")
+    if not predicted:
+        raise FigureError(f"{number}.{name}: no range of one run (it needs {ONE_RUN_RUNS} or more {profile}-profile runs that kept "
+                          f"{'speedups' if not side else form + ' times'}: tfperf-lab run --profile {profile} --keep-run --runs 5)")
+    low, high = predicted
+    if form == "range":
+        return _spread(*ratio_bounds(low, high), "x", wide=high / low > WIDE)
+    if side:
+        return _seconds([low, high])
+    share = (lambda s: (s - 1) * 100) if form == "gain" else (lambda s: (1 - 1 / s) * 100)  # grows with s: ends stay ends
+    return _spread(lower(share(low), ".0f"), upper(share(high), ".0f"), "%", wide=high / low > WIDE)
+
+
+def _spread(low: str, high: str, unit: str, *, wide: bool) -> str:
+    """A range; one wider than a factor of `WIDE` says that runs spread: "anywhere from 0.8x to 2.4x"."""
+    return f"anywhere from {low}{unit} to {high}{unit}" if wide else _span(low, high, unit)
 
 
 def thresholds_of(nb: dict) -> dict[str, float]:

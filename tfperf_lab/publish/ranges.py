@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from tfperf import present
+from tfperf import present, stats
 from tfperf.report import RANGES_FILE
 
 from ..course import Course, notebook
@@ -78,16 +78,26 @@ def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
 
 def summarise(runs: list[dict]) -> dict:
     """One record over its runs: the range of medians, how many runs, how many the rule (`tfperf.present.verdict`)
-    calls faster, slower or neither ("none"), and each side's range of median seconds per call (when every run kept
-    them)."""
-    entry = {"low": round(min(r["speedup"] for r in runs), 3), "high": round(max(r["speedup"] for r in runs), 3), "runs": len(runs)}
+    calls faster, slower or neither ("none"), each side's range of median seconds per call (when every run kept them),
+    and, from 3 runs on, where one more run lands (`tfperf.stats.one_run_range`): ``one_run`` for the speedup,
+    ``baseline_one_run`` and ``candidate_one_run`` for each side's seconds. The lessons quote the ``one_run`` ranges."""
+    speedups = [r["speedup"] for r in runs]
+    entry = {"low": round(min(speedups), 3), "high": round(max(speedups), 3), "runs": len(runs)}
+    if len(runs) >= stats.ONE_RUN_RUNS:
+        entry["one_run"] = _rounded(stats.one_run_range(speedups))
     for word in present.VERDICTS:
         entry[word] = sum(present.verdict(r["ci"]) == word for r in runs)
     for side in ("baseline", "candidate"):
         values = [r.get(side) for r in runs]
         if all(value is not None for value in values):
             entry[side] = [min(values), max(values)]
+            if len(values) >= stats.ONE_RUN_RUNS and all(value > 0 for value in values):
+                entry[f"{side}_one_run"] = _rounded(stats.one_run_range(values))
     return entry
+
+
+def _rounded(pair: tuple[float, float]) -> list[float]:
+    return [float(f"{value:.4g}") for value in pair]
 
 
 def build(course: Course) -> dict:
