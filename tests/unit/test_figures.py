@@ -80,7 +80,8 @@ SYNTHETIC = {"profiles": {
                       "wide": {"low": 1.1, "high": 1.9, "runs": 4, "one_run": [0.81, 2.42], "faster": 2, "slower": 0, "none": 2,
                                "baseline_one_run": [0.002, 0.0061]},
                       "two": {"low": 2.0, "high": 2.2, "runs": 2, "faster": 2, "slower": 0, "none": 0}}},
-    "reduced": {"03_x": {"loop": {"low": 28.5, "high": 35.4, "runs": 5, "one_run": [26.02, 38.71], "faster": 5, "slower": 0, "none": 0}}}}}
+    "reduced": {"03_x": {"loop": {"low": 28.5, "high": 35.4, "runs": 5, "one_run": [26.02, 38.71], "faster": 5, "slower": 0, "none": 0}}}},
+    "graded": {"03_x": {"train_step_is_faster": {"one_run": [5.66, 9.2], "gradings": 60, "loads": ["1 busy core"]}}}}
 
 
 @pytest.mark.parametrize("key, shown", [
@@ -96,6 +97,7 @@ SYNTHETIC = {"profiles": {
     ("03.wide", "anywhere from 0.81x to 2.42x"),  # runs that spread say so, no narrow range
     ("03.wide:baseline", "anywhere from 2 ms to 6.1 ms"),
     ("threshold:train_step_is_faster", "3x"),
+    ("grader:train_step_is_faster", "5.66-9.2x"),  # where one graded run of the reference lands (the campaigns)
 ])
 def test_each_format_renders_from_the_recorded_runs(key, shown):
     assert figures.render(key, "03_x", SYNTHETIC, {"train_step_is_faster": 3.0}) == shown
@@ -108,6 +110,8 @@ def test_two_runs_give_no_range_of_one_run_and_an_unknown_format_is_an_error():
         figures.render("03.missing", "03_x", SYNTHETIC, {})
     with pytest.raises(figures.FigureError, match="unknown format"):
         figures.render("03.loop:median", "03_x", SYNTHETIC, {})
+    with pytest.raises(figures.FigureError, match="no campaign the grader timed"):
+        figures.render("grader:fast_step_is_faster", "03_x", SYNTHETIC, {})
 
 
 def test_rendering_is_idempotent_and_fills_the_marks():

@@ -60,3 +60,25 @@ def test_left_out_runs_land_in_the_others_range_as_often_as_the_lessons_say(prof
     inside, trials = _left_out(profile)
     assert stats.ONE_RUN_SHARE == "9 in 10" and trials >= 200, trials
     assert inside / trials >= 0.90, f"{profile}: {inside} of {trials} left-out runs inside the others' range"
+
+
+def test_each_speed_check_quotes_the_self_check_and_the_grader_beside_each_other():
+    """Issue 51, item 3: the grading note of every lesson names each speed check with the reference's figure in the
+    self-check (its record, recorded runs) and when graded (the campaigns the grader timed), and says why they differ."""
+    from tfperf_lab.course import notebook
+
+    for lesson in COURSE.lessons:
+        nb = notebook.read(lesson.source)
+        heading = next(notebook.source(cell) for cell in nb["cells"] if cell.get("id") == "self-check-heading")
+        for cell_id, names in notebook.speed_checks(nb).items():
+            assert f"- `{cell_id}`: <!--fig {lesson.id[:2]}.{names[0]}-->" in heading, (lesson.id, cell_id)
+            assert f"<!--fig grader:{cell_id}-->" in heading, (lesson.id, cell_id)
+        assert "The two differ: grading times the smaller workload" in heading, lesson.id
+
+
+def test_the_graders_figure_pools_every_grading_of_todays_check_under_load():
+    graded = ranges.graded(COURSE)
+    entry = graded["01_callable_handles"]["handle_is_faster"]
+    assert entry["gradings"] >= 40 and len(entry["loads"]) >= 2, entry
+    low, high = entry["one_run"]
+    assert 1 < low < high, entry

@@ -5,6 +5,7 @@
 - `notebook`: cell text, hidden-test regions, read-only cells, the names a cell binds.
 - `stamp`: the cells every lesson shares (setup, badges), stamped by ``tfperf-lab release``.
 - `figures`: the figures in a lesson's prose, rendered from recorded runs, claimed or defined (``tfperf-lab release``).
+- `prose`: a lesson's prose as a learner reads it: its word budget, grading talk kept to one note, ranges labelled.
 - `skipping`: the demonstrations a graded run leaves out (no answer or test reads them).
 - `lint`: the rules a lesson notebook keeps (``tfperf-lab lint``).
 - `variants`: the registry of correct-but-unoptimized answers the tests and the flake campaigns grade.

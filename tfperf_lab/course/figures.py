@@ -13,7 +13,9 @@ things, each written between two HTML comments (invisible in Jupyter, Colab and 
   share of time saved, ``1 - 1 / speedup``), both of one run. A range wider than a factor of `WIDE` reads "anywhere
   from A to B". The paragraph that quotes a range says it is one run's on the 2-core machine
   (`tfperf_lab.course.prose`). ``<!--fig threshold:CELL-->3x<!--/fig-->`` is the graded threshold of
-  the lesson's speed check ``CELL``, read from its test cell.
+  the lesson's speed check ``CELL``, read from its test cell, and ``<!--fig grader:CELL-->3.0-5.2x<!--/fig-->`` where one
+  graded run of the reference lands on the course's machine with other work on it (the flake campaigns the grader
+  timed, `tfperf_lab.publish.ranges.graded`).
 - **a claim**, the article's or the course notes' words, not a measurement:
   ``<!--claim-->about 10x<!--/claim-->``; its paragraph says whose claim it is (it names an article or the notes).
 - **a definition**: a constant of the lesson's code, arithmetic on one, a budget or a workload size:
@@ -68,10 +70,11 @@ def parse(key: str) -> tuple[str, str, str, str]:
     if "@" in key:
         key, profile = key.rsplit("@", 1)
     form = "range"
-    if ":" in key and not key.startswith("threshold:"):
+    if ":" in key and not key.startswith(("threshold:", "grader:")):
         key, form = key.rsplit(":", 1)
-    if key.startswith("threshold:"):
-        return "", key.split(":", 1)[1], "threshold", profile
+    if key.startswith(("threshold:", "grader:")):
+        form, name = key.split(":", 1)
+        return "", name, form, profile
     number, _, name = key.partition(".")
     if not number.isdigit() or not name:
         raise FigureError(f"a figure's key is LESSON_NUMBER.RECORD[:FORMAT][@PROFILE] or threshold:CELL; got {key!r}")
@@ -112,6 +115,13 @@ def render(key: str, lesson: str, ranges: dict, thresholds: dict[str, float]) ->
         if name not in thresholds:
             raise FigureError(f"{lesson} has no speed check {name!r} with a threshold")
         return f"{thresholds[name]:g}x"
+    if form == "grader":
+        entry = ranges.get("graded", {}).get(lesson, {}).get(name)
+        if not entry:
+            raise FigureError(f"grader:{name}: no campaign the grader timed measured {lesson}'s speed check {name!r} as it is "
+                              f"today (tfperf-lab flake {lesson[:2]} --runs 20 --hog 1 --workers 2 --variants, then tfperf-lab ranges)")
+        low, high = entry["one_run"]
+        return _spread(*ratio_bounds(low, high), "x", wide=high / low > WIDE)
     lessons = sorted({lesson_id for by_profile in ranges.get("profiles", {}).values() for lesson_id in by_profile})
     lesson_id = _lesson_of(number, lessons)
     entry = ranges["profiles"].get(profile, {}).get(lesson_id, {}).get(name)

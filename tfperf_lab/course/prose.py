@@ -39,7 +39,7 @@ MACHINERY = {
     "the review list": r"\breview list\b",
 }
 _MACHINERY = re.compile("|".join(f"(?P<t{i}>{pattern})" for i, pattern in enumerate(MACHINERY.values())), re.I)
-RANGE_FORMATS = ("range", "baseline", "candidate", "gain", "saved")  # figure formats that render a range of runs
+RANGE_FORMATS = ("range", "baseline", "candidate", "gain", "saved", "grader")  # figure formats that render a range of runs
 LABEL = (re.compile(r"\bruns?\b", re.I), re.compile(r"\b2-core\b"))
 _MARK_KEY = re.compile(r"<!--(?:fig|claim|def)\b[^>]*?-->|<!--/(?:fig|claim|def)-->")
 
@@ -82,7 +82,7 @@ def unlabelled_ranges(text: str) -> list[str]:
     found = []
     for block in _paragraphs(text):
         keys = [match.group(1) for match in FIG.finditer(block)]
-        ranged = [key for key in keys if not key.strip().startswith("threshold:") and parse(key)[2] in RANGE_FORMATS]
+        ranged = [key for key in keys if parse(key)[2] in RANGE_FORMATS]
         if ranged and not all(label.search(shown(block)) for label in LABEL):
             found.append(f"{', '.join(ranged)}: {' '.join(shown(block).split())[:100]}...")
     return found

@@ -128,17 +128,46 @@ def grading_url(where: tuple[str, str]) -> str:
 
 
 def summary_heading(nb: dict) -> str:
-    """The self-check's heading cell, with the time grading takes (from ``metadata.tfperf.minutes``)."""
+    """The self-check's heading cell, with the time grading takes (from ``metadata.tfperf.minutes``) and, for each speed
+    check, where one run of the reference solution lands in the self-check and when graded (`speed_figures`)."""
     from .lessons import graded_time_text
 
     minutes = nb.get("metadata", {}).get("tfperf", {}).get("minutes", {})
     if "full" not in minutes or "grading" not in minutes:
-        return SUMMARY_HEADING.format(graded="").rstrip()
+        return (SUMMARY_HEADING.format(graded="").rstrip() + speed_figures(nb)).rstrip()
     sentence = graded_time_text(minutes["full"], minutes["grading"])
     figure = sentence.split(" in under ", 1)[1].split(" on a ", 1)[0]  # "1.5 minutes": the notebook's budget, a definition
-    return SUMMARY_HEADING.format(graded=sentence.replace(f" {figure} ", f" <!--def-->{figure}<!--/def--> ", 1))
+    return SUMMARY_HEADING.format(graded=sentence.replace(f" {figure} ", f" <!--def-->{figure}<!--/def--> ", 1)) + speed_figures(nb)
 
 
+SPEED_FIGURES = """
+
+The reference solution's speed checks, one run on the course's 2-core VM (9 runs in 10 land in these ranges):
+{checks}
+The two differ: grading times the smaller workload, in a process of its own, in batches of about <!--def-->20 ms<!--/def-->, while other
+gradings and programs share the cores; your own machine is another CPU."""
+
+
+def speed_figures(nb: dict) -> str:
+    """Issue 51, item 3: per speed check, the figure the self-check measured for the reference (its record, recorded
+    runs of the full profile) and the figure the grader measured (`tfperf_lab.publish.ranges.graded`), rendered now
+    where the records exist (``tfperf-lab release`` renders them again)."""
+    from . import figures
+
+    lesson_id = nb.get("metadata", {}).get("tfperf", {}).get("lesson", "")
+    number = lesson_id.split("_", 1)[0]
+    lines = []
+    for cell_id, names in notebook.speed_checks(nb).items():
+        for name in names[:1]:
+            lines.append(f"- `{cell_id}`: <!--fig {number}.{name}-->?<!--/fig--> in this notebook's self-check, "
+                         f"<!--fig grader:{cell_id}-->?<!--/fig--> graded with other work on the machine.")
+    if not lines:
+        return ""
+    text = SPEED_FIGURES.format(checks="\n".join(lines) + "\n")
+    try:
+        return figures.render_text(text, lesson_id, figures.recorded(), figures.thresholds_of(nb))
+    except figures.FigureError:
+        return text  # not recorded yet: `tfperf-lab lint` names the figure
 def setup_source(where: tuple[str, str]) -> str:
     """The setup cell: `tfperf.env.hosted`'s own source (one predicate for the cell and the library), the
     hosted install with one readable error, then the import and `tfperf.env.setup`."""

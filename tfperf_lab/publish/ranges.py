@@ -101,7 +101,8 @@ def _rounded(pair: tuple[float, float]) -> list[float]:
 
 
 def build(course: Course) -> dict:
-    """Per profile, lesson and record: `summarise` over the kept runs of the lesson's current code."""
+    """Per profile, lesson and record: `summarise` over the kept runs of the lesson's current code; and ``graded``, per
+    lesson and speed check, where one graded run of the reference lands (`graded`)."""
     profiles: dict = {}
     for profile, lessons in current_runs(course).items():
         for lesson, runs in lessons.items():
@@ -109,11 +110,46 @@ def build(course: Course) -> dict:
                 for name, item in records.items():
                     profiles.setdefault(profile, {}).setdefault(lesson, {}).setdefault(name, []).append(item)
     return {
-        "generated_by": "tfperf-lab ranges, from docs/runs/<profile>/*.json: do not edit by hand",
+        "generated_by": "tfperf-lab ranges, from docs/runs/<profile>/*.json and docs/flake/*.json: do not edit by hand",
         "profiles": {profile: {lesson: {name: summarise(runs) for name, runs in sorted(records.items())}
                                for lesson, records in sorted(lessons.items())}
                      for profile, lessons in sorted(profiles.items())},
+        "graded": graded(course),
     }
+
+
+def graded(course: Course) -> dict:
+    """Lesson -> speed check -> where one graded run of the reference solution lands on the course's machine with other
+    work on it: `tfperf.stats.one_run_range` over the speedups of every grading the grader timed in the committed flake
+    campaigns with a core busy, both, or bursty neighbours (docs/flake/, today's check only), each grading's speedup the
+    median of its kept rounds' paired ratios; with how many gradings and under which loads."""
+    from . import campaigns as flake_campaigns
+    from .readme import flake_folder
+
+    sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
+    found: dict = {}
+    for campaign in flake_campaigns.load_campaigns(flake_folder(course)):
+        if not (campaign.get("hogs") or campaign.get("bursts")):
+            continue
+        load = f"{campaign['hogs']} busy core{'s' if campaign['hogs'] > 1 else ''}" if campaign.get("hogs") else "bursty neighbours"
+        for row in campaign["rows"]:
+            if row["answer"] != "reference" or row.get("measured_by") != "grader" or not flake_campaigns.measures_today(row, sources, any_threshold=True):
+                continue
+            entry = found.setdefault(row["lesson"], {}).setdefault(row["cell"], {"speedups": [], "loads": set()})
+            for grading in row.get("gradings") or []:
+                ratios = sorted(b / c for b, c in zip(grading.get("baseline") or [], grading.get("candidate") or []) if b > 0 and c > 0)
+                if ratios:
+                    entry["speedups"].append(_middle(ratios))
+                    entry["loads"].add(load)
+    return {lesson: {cell: {"one_run": _rounded(stats.one_run_range(entry["speedups"])), "gradings": len(entry["speedups"]),
+                            "loads": sorted(entry["loads"])}
+                     for cell, entry in sorted(cells.items()) if len(entry["speedups"]) >= stats.ONE_RUN_RUNS}
+            for lesson, cells in sorted(found.items())}
+
+
+def _middle(values: list[float]) -> float:
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def text(course: Course) -> str:
