@@ -82,3 +82,17 @@ def test_the_graders_figure_pools_every_grading_of_todays_check_under_load():
     assert entry["gradings"] >= 40 and len(entry["loads"]) >= 2, entry
     low, high = entry["one_run"]
     assert 1 < low < high, entry
+
+
+def test_a_lesson_no_run_recorded_gets_no_figures_to_quote_and_a_recorded_one_does(monkeypatch):
+    """An instructor's own lesson (no recorded run) releases: its self-check heading quotes nothing rather than marks
+    that `tfperf-lab release` cannot fill (the guide's semester on the tiny course, CI of stop 57)."""
+    from tfperf_lab.course import figures, notebook, stamp
+
+    lesson = COURSE.lesson("01")
+    nb = notebook.read(lesson.source)
+    assert "<!--fig grader:" in stamp.speed_figures(nb)
+    renamed = {**nb, "metadata": {**nb["metadata"], "tfperf": {**nb["metadata"]["tfperf"], "lesson": "00_tiny"}}}
+    assert stamp.speed_figures(renamed) == ""
+    monkeypatch.setattr(figures, "recorded", lambda: {"profiles": {}})
+    assert stamp.speed_figures(nb) == ""

@@ -156,6 +156,9 @@ def speed_figures(nb: dict) -> str:
 
     lesson_id = nb.get("metadata", {}).get("tfperf", {}).get("lesson", "")
     number = lesson_id.split("_", 1)[0]
+    ranges = figures.recorded()
+    if not any(lesson_id in by_profile for by_profile in ranges.get("profiles", {}).values()):
+        return ""  # a lesson no run recorded yet (an instructor's own): nothing to quote; once recorded, the marks follow
     lines = []
     for cell_id, names in notebook.speed_checks(nb).items():
         for name in names[:1]:
@@ -165,7 +168,7 @@ def speed_figures(nb: dict) -> str:
         return ""
     text = SPEED_FIGURES.format(checks="\n".join(lines) + "\n")
     try:
-        return figures.render_text(text, lesson_id, figures.recorded(), figures.thresholds_of(nb))
+        return figures.render_text(text, lesson_id, ranges, figures.thresholds_of(nb))
     except figures.FigureError:
         return text  # not recorded yet: `tfperf-lab lint` names the figure
 def setup_source(where: tuple[str, str]) -> str:
