@@ -93,11 +93,24 @@ def record(name: str, comparison: timing.Comparison, *, claim: str | None = None
     """
     if not isinstance(comparison, timing.Comparison):
         raise TypeError(f"record() takes a Comparison from tfperf.timing.compare; got {type(comparison).__name__}")
+    if claim:
+        _CLAIMS[name] = claim
     path = os.environ.get(RECORD_VARIABLE)
     if path:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(Record.of(name, comparison, claim=claim, technique=technique).to_json() + "\n")
     return comparison
+
+
+_CLAIMS: dict[str, str] = {}  # record name -> the claim this kernel recorded it with (`seen` hands it to `describe`)
+
+
+def article_claim(claim: str | None) -> str | None:
+    """``claim`` when it is something the article says, None for the course's notes on a claim ("not measured in the
+    article", "(not discussed)")."""
+    if not claim or claim.startswith(("not ", "(")):
+        return None
+    return claim
 
 
 def parse_records(text: str, *, source: str = "records") -> list[Record]:
@@ -139,12 +152,13 @@ def recorded_words(faster: int, slower: int, none: int) -> str:
 class Seen(tuple):
     """Where one run of a comparison lands on the course's 2-core machine, from its recorded runs: ``(low, high)``, the
     range 9 runs in 10 fall in (`tfperf.stats.one_run_range`), with ``runs`` (how many recorded runs), ``profile``
-    (the profile they ran in) and, when the runs kept their intervals, ``counts`` (how many the one rule called
-    faster, slower, and neither)."""
+    (the profile they ran in), when the runs kept their intervals, ``counts`` (how many the one rule called
+    faster, slower, and neither), and ``claim``: what the article says of the effect, when it says something."""
 
-    def __new__(cls, low: float, high: float, *, runs: int, profile: str, counts: tuple[int, int, int] | None = None):
+    def __new__(cls, low: float, high: float, *, runs: int, profile: str, counts: tuple[int, int, int] | None = None,
+                claim: str | None = None):
         self = super().__new__(cls, (float(low), float(high)))
-        self.runs, self.profile, self.counts = runs, profile, counts
+        self.runs, self.profile, self.counts, self.claim = runs, profile, counts, claim
         return self
 
     @property
@@ -175,7 +189,8 @@ def seen(lesson: str, name: str, *, profile: str | None = None) -> Seen | None:
         profile: ``"full"`` or ``"reduced"`` (default: `tfperf.env.profile`, the profile this notebook runs in).
 
     Returns:
-        A `Seen` range, or None when fewer than three recorded runs of that profile measured it.
+        A `Seen` range, or None when fewer than three recorded runs of that profile measured it. Its ``claim`` is the
+        article's claim this kernel recorded ``name`` with (`record`), when the article makes one.
     """
     from . import env
 
@@ -186,7 +201,7 @@ def seen(lesson: str, name: str, *, profile: str | None = None) -> Seen | None:
     if not entry or not entry.get("one_run"):
         return None
     counts = tuple(entry[word] for word in present.VERDICTS) if "faster" in entry else None
-    return Seen(*entry["one_run"], runs=entry["runs"], profile=profile, counts=counts)
+    return Seen(*entry["one_run"], runs=entry["runs"], profile=profile, counts=counts, claim=article_claim(_CLAIMS.get(name)))
 
 
 __all__ += ["RANGES_FILE", "Seen", "recorded_words", "seen"]

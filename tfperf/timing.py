@@ -184,7 +184,8 @@ class Comparison:
         ``seen`` is where one run lands on the course's 2-core machine (`tfperf.report.seen` reads it from the recorded
         runs of the learner's profile: the range 9 runs in 10 fall in), and what the same rule said of each recorded
         run's interval. When the rule called some runs faster and others slower the effect is called fragile; when
-        this run's speedup lands outside the range, the sentence says so. Introduced in lesson 02.
+        this run's speedup lands outside the range, the sentence says so; and it quotes the article's claim when the
+        lesson recorded one (``seen.claim``). Introduced in lesson 02.
 
         Args:
             seen: A `tfperf.report.Seen` (range, number of recorded runs, their profile and words), a plain
@@ -213,10 +214,12 @@ class Comparison:
         where = f"on the course's 2-core VM one run lands {'' if span.startswith('anywhere') else 'in '}{span}"
         source = f" (9 runs in 10, from its {runs} recorded runs in the {profile} profile)" if runs and profile else ""
         said = getattr(seen, "words", None)
+        claim = getattr(seen, "claim", None)
+        article = f"; the article: {claim.rstrip('.')}" if claim else ""
         if said and getattr(seen, "fragile", False):
-            return f"{sentence} A fragile effect: {where}{source}, {said}, so one run decides nothing."
+            return f"{sentence} A fragile effect: {where}{source}, {said}, so one run decides nothing{article}."
         outside = " This run landed outside that range." if not least <= self.speedup <= most else ""
-        return f"{sentence} {where[0].upper()}{where[1:]}{source}" + (f": {said}" if said else "") + f".{outside}"
+        return f"{sentence} {where[0].upper()}{where[1:]}{source}" + (f": {said}" if said else "") + f"{article}.{outside}"
 
     @property
     def passed(self) -> bool:

@@ -273,6 +273,8 @@ def cmd_run(args) -> int:
             from .publish import ranges
 
             print(f"kept the run in {ranges.keep(course, path.with_suffix('.json'))}; ranges rebuilt in {ranges.write(course)}")
+            for block in ("versions", "hosted"):
+                readme.update(course, block)
         if not clean:
             failed += 1
             print("some lessons failed or recorded nothing: see the errors in the report" + (" (this run is not kept)" if args.keep_run else ""),
@@ -281,10 +283,15 @@ def cmd_run(args) -> int:
 
 
 def cmd_ranges(args) -> int:
-    """Rebuild tfperf/ranges.json (the speedup ranges lessons quote) from the runs kept in docs/runs/."""
-    from .publish import ranges
+    """Rebuild tfperf/ranges.json (the speedup ranges lessons quote) from the runs kept in docs/runs/, and the README's and
+    docs/benchmarks.md's blocks on what ran on which TensorFlow."""
+    from .publish import ranges, readme
 
-    print(f"wrote {ranges.write(_course(args))}")
+    course = _course(args)
+    print(f"wrote {ranges.write(course)}")
+    for block in ("versions", "hosted"):
+        print(f"{readme.PAGES[block]}: block {block!r} regenerated")
+        readme.update(course, block)
     return 0
 
 

@@ -123,7 +123,7 @@ def test_rendering_is_idempotent_and_fills_the_marks():
 
 def test_a_run_of_other_code_does_not_count(tmp_path, monkeypatch):
     """A lesson whose code changed since its runs loses them: its figures cannot render until it is recorded again."""
-    run = {"date": "2026-01-01", "profile": "full", "environment": {}, "code": {"03_tf_function": "0000000000000000"},
+    run = {"date": "2026-01-01", "profile": "full", "environment": {"tensorflow": "2.21.0"}, "code": {"03_tf_function": "0000000000000000"},
            "seconds": {}, "lessons": {"03_tf_function": {"loop": {"speedup": 2.0, "ci": [1.5, 2.5], "baseline": 1.0, "candidate": 0.5}}}}
     folder = tmp_path / "docs" / "runs" / "full"
     folder.mkdir(parents=True)

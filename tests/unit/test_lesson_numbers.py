@@ -104,6 +104,23 @@ def test_recorded_ranges_belong_to_a_profile_and_describe_says_which(tmp_path, m
     assert "This run landed outside that range." in comparison((2.0,), (1.9, 2.1), 2.0, 1.0).describe(seen=full)
 
 
+def test_the_sentence_quotes_the_articles_claim_the_lesson_recorded_and_not_the_courses_notes(tmp_path, monkeypatch):
+    """Issue 51 item 2: "your run: ...; this course's 2-core VM: ...; the article: about 10x", the claim read from what
+    this kernel recorded (`tfperf.report.record`), never typed twice."""
+    ranges = {"profiles": {"full": {"03_tf_function": {name: {"low": 18.0, "high": 31.0, "runs": 5, "one_run": [17.0, 33.0]}
+                                                       for name in ("step", "tiny", "unrecorded")}}}}
+    (tmp_path / "ranges.json").write_text(json.dumps(ranges))
+    monkeypatch.setattr(tfperf.report, "RANGES_FILE", tmp_path / "ranges.json")
+    monkeypatch.setattr(tfperf.report, "_CLAIMS", {})
+    run = comparison((23.7,), (21.0, 26.1), 23.7, 1.0)
+    tfperf.report.record("step", run, claim="tens of seconds become a few (about 10x)")
+    tfperf.report.record("tiny", run, claim="not measured in the article")
+    sentence = run.describe(seen=tfperf.report.seen("03_tf_function", "step", profile="full"))
+    assert sentence.endswith("in the full profile); the article: tens of seconds become a few (about 10x)."), sentence
+    assert "the article" not in run.describe(seen=tfperf.report.seen("03_tf_function", "tiny", profile="full"))
+    assert "the article" not in run.describe(seen=tfperf.report.seen("03_tf_function", "unrecorded", profile="full"))
+
+
 def test_describe_calls_an_effect_fragile_only_when_the_rule_called_recorded_runs_faster_and_slower():
     from tfperf.report import Seen
 

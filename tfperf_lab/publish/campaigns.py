@@ -54,6 +54,11 @@ def record(rows: list[dict], *, hogs: int, workers: int, runs: int, path: pathli
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
+def flake_folder(course) -> pathlib.Path:
+    """Where the committed campaign records live: ``docs/flake/``."""
+    return course.docs / "flake"
+
+
 def measures_today(row: dict, sources: dict[str, dict], *, any_threshold: bool = False) -> bool:
     """Whether a campaign row measured today's check (its fingerprint, `notebook.check_fingerprint`, which names the
     decision rule) of a lesson in ``sources`` (lesson id -> its source notebook). ``any_threshold``: or today's check

@@ -20,6 +20,10 @@ from tfperf.report import RANGES_FILE
 from ..course import Course, notebook
 
 RUNS_NEEDED = 5  # current runs per lesson and profile before a lesson's figures count as recorded
+# The TensorFlow the lessons' figures are recorded on (major.minor). A run kept on another one (Colab's or Kaggle's, in a
+# venv of its own) goes to docs/runs/hosted/tf-<major.minor>/<profile>/: the lessons never quote it; `hosted` reads it
+# back beside the course's own figures (docs/benchmarks.md and the README say what ran where).
+COURSE_TENSORFLOW = "2.21"
 
 
 def runs_folder(course: Course) -> pathlib.Path:
@@ -32,7 +36,8 @@ def condense(report: dict) -> dict:
     environment = report["environment"]
     return {
         "date": report["date"], "profile": environment["profile"],
-        "environment": {key: environment.get(key) for key in ("tensorflow", "cpu_count", "gpus", "platform")},
+        "environment": {key: environment.get(key) for key in ("tensorflow", "keras", "python", "cpu_count", "gpus", "platform")
+                        if key in environment},
         "code": {lesson["id"]: lesson.get("code") for lesson in report["lessons"] if not lesson["errors"]},
         "seconds": {lesson["id"]: lesson["seconds"] for lesson in report["lessons"] if not lesson["errors"]},
         "lessons": {lesson["id"]: {item["name"]: {"speedup": round(item["speedup"], 4), "ci": [round(v, 4) for v in item["ci"]],
@@ -50,12 +55,22 @@ def _median(item: dict, side: str) -> float | None:
 def keep(course: Course, report_json: pathlib.Path) -> pathlib.Path:
     """Condense a ``course-report.json`` into ``docs/runs/<profile>/<date>-<n>.json``; returns its path."""
     run = condense(json.loads(pathlib.Path(report_json).read_text(encoding="utf-8")))
-    folder = runs_folder(course) / run["profile"]
+    version = minor(run["environment"].get("tensorflow"))
+    folder = runs_folder(course) / run["profile"] if version == COURSE_TENSORFLOW else hosted_folder(course, version) / run["profile"]
     folder.mkdir(parents=True, exist_ok=True)
     number = 1 + len(list(folder.glob(f"{run['date']}-*.json")))
     path = folder / f"{run['date']}-{number}.json"
     path.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def minor(version: str | None) -> str:
+    """``"2.20.0"`` -> ``"2.20"``."""
+    return ".".join(str(version).split(".")[:2])
+
+
+def hosted_folder(course: Course, version: str) -> pathlib.Path:
+    return runs_folder(course) / "hosted" / f"tf-{version}"
 
 
 def fingerprints(course: Course) -> dict[str, set[str]]:
@@ -70,6 +85,8 @@ def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
     found: dict[str, dict[str, list[dict]]] = {}
     for path in sorted(runs_folder(course).glob("*/*.json")):
         run = json.loads(path.read_text(encoding="utf-8"))
+        if minor(run["environment"].get("tensorflow")) != COURSE_TENSORFLOW:
+            continue  # kept by hand in the wrong folder: the lessons quote the course's TensorFlow only
         for lesson, records in run["lessons"].items():
             if run.get("code", {}).get(lesson) in today.get(lesson, set()):
                 found.setdefault(run["profile"], {}).setdefault(lesson, []).append(records)
@@ -124,11 +141,10 @@ def graded(course: Course) -> dict:
     campaigns with a core busy, both, or bursty neighbours (docs/flake/, today's check only), each grading's speedup the
     median of its kept rounds' paired ratios; with how many gradings and under which loads."""
     from . import campaigns as flake_campaigns
-    from .readme import flake_folder
 
     sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
     found: dict = {}
-    for campaign in flake_campaigns.load_campaigns(flake_folder(course)):
+    for campaign in flake_campaigns.load_campaigns(flake_campaigns.flake_folder(course)):
         if not (campaign.get("hogs") or campaign.get("bursts")):
             continue
         load = f"{campaign['hogs']} busy core{'s' if campaign['hogs'] > 1 else ''}" if campaign.get("hogs") else "bursty neighbours"
@@ -150,6 +166,39 @@ def graded(course: Course) -> dict:
 def _middle(values: list[float]) -> float:
     middle = len(values) // 2
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def hosted(course: Course) -> list[dict]:
+    """The runs kept on other TensorFlow versions (docs/runs/hosted/), one entry per version and profile, newest version
+    first: its machine, the files and dates it comes from and, per lesson, the newest run of the lesson's code of today
+    (else the newest run of it at all): whether it ran clean on today's code, its seconds, each record's speedup and
+    interval. A lesson run again alone (after its code changed) so replaces its earlier run."""
+    today = fingerprints(course)
+    groups: dict[tuple[str, str], list[tuple[pathlib.Path, dict]]] = {}
+    for path in runs_folder(course).glob("hosted/tf-*/*/*.json"):
+        run = json.loads(path.read_text(encoding="utf-8"))
+        groups.setdefault((run["environment"].get("tensorflow") or "", run["profile"]), []).append((path, run))
+    found = []
+    for (version, profile), runs in sorted(groups.items(), key=lambda item: (_version_key(item[0][0]), item[0][1]), reverse=True):
+        runs.sort(key=lambda pair: (pair[1]["date"], int(pair[0].stem.rsplit("-", 1)[-1]) if pair[0].stem.rsplit("-", 1)[-1].isdigit() else 0))
+        lessons, used = {}, []
+        for lesson in course.lessons:
+            ran = [(path, run) for path, run in reversed(runs) if lesson.id in run["lessons"]]
+            current = [(path, run) for path, run in ran if run.get("code", {}).get(lesson.id) in today[lesson.id]]
+            path, run = (current or ran or [(None, None)])[0]
+            lessons[lesson.id] = {"ran": run is not None, "current": bool(current), "date": run["date"] if run else None,
+                                  "seconds": run.get("seconds", {}).get(lesson.id) if run else None,
+                                  "records": run["lessons"][lesson.id] if run else {}}
+            if path is not None and path not in used:
+                used.append(path)
+        found.append({"files": [path.relative_to(course.root).as_posix() for path in used],
+                      "dates": sorted({run["date"] for path, run in runs if path in used}), "profile": profile,
+                      "environment": runs[-1][1]["environment"], "lessons": lessons})
+    return found
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
 def text(course: Course) -> str:
