@@ -52,8 +52,8 @@ MEASURED_UNDER_THE_RULE = {"hog 1": ["01_callable_handles", "02_graph_growth", "
                                        "10_capstone"]}  # the campaigns committed since
 # A check changed since its campaigns (its fingerprint moved): measured again under one load so far, the others strict too.
 _L10 = ("2026-12-07: lesson 10's speed check draws four batch sizes a call from some 150 (a step compiled once per batch "
-        "size had 16-64 cached and passed); measured again with one core busy, not yet under this load")
-CHECK_CHANGED = {"hog 2": {"10_capstone": _L10}, "burst 2": {"10_capstone": _L10}}
+        "size had 16-64 cached and passed); measured again with one core busy and with both, not yet beside bursts")
+CHECK_CHANGED = {"hog 2": {}, "burst 2": {"10_capstone": _L10}}
 HOG1_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 1"]}
 HOG2_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 2"]} | CHECK_CHANGED["hog 2"]
 BURSTS_PENDING: dict[str, str] = ({lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["burst 2"]}
