@@ -79,14 +79,18 @@ def fingerprints(course: Course) -> dict[str, set[str]]:
     return {lesson.id: notebook.code_fingerprints(notebook.read(lesson.source)) for lesson in course.lessons}
 
 
+def course_runs(course: Course) -> list[dict]:
+    """Every run kept on the course's TensorFlow (docs/runs/<profile>/), in file order; a run of another version kept
+    there by hand is left out: the lessons quote the course's TensorFlow only."""
+    runs = (json.loads(path.read_text(encoding="utf-8")) for path in sorted(runs_folder(course).glob("*/*.json")))
+    return [run for run in runs if minor(run["environment"].get("tensorflow")) == COURSE_TENSORFLOW]
+
+
 def current_runs(course: Course) -> dict[str, dict[str, list[dict]]]:
     """Profile -> lesson -> the kept runs' records of that lesson, from runs of the lesson's code as it is today."""
     today = fingerprints(course)
     found: dict[str, dict[str, list[dict]]] = {}
-    for path in sorted(runs_folder(course).glob("*/*.json")):
-        run = json.loads(path.read_text(encoding="utf-8"))
-        if minor(run["environment"].get("tensorflow")) != COURSE_TENSORFLOW:
-            continue  # kept by hand in the wrong folder: the lessons quote the course's TensorFlow only
+    for run in course_runs(course):
         for lesson, records in run["lessons"].items():
             if run.get("code", {}).get(lesson) in today.get(lesson, set()):
                 found.setdefault(run["profile"], {}).setdefault(lesson, []).append(records)

@@ -128,8 +128,7 @@ def versions_block(course: Course, folder: pathlib.Path | None = None) -> str:
     run was kept on (docs/runs/hosted/), with what it ran."""
     from . import ranges
 
-    course_runs = sorted(runs_folder_files(course))
-    versions = sorted({json.loads(path.read_text(encoding="utf-8"))["environment"].get("tensorflow") for path in course_runs} - {None})
+    versions = sorted({run["environment"].get("tensorflow") for run in ranges.course_runs(course)} - {None})
     lines = [f"The lessons' figures come from runs recorded on TensorFlow {', '.join(versions)} on the 2-core VM (at least "
              f"{ranges.RUNS_NEEDED} of each lesson's current code in each profile), Python 3.11."]
     for run in ranges.hosted(course):
@@ -145,13 +144,6 @@ def versions_block(course: Course, folder: pathlib.Path | None = None) -> str:
     lines.append("Python 3.12, and the 3.13 Colab runs today, were not tried: these machines could not install them (Debian 12 "
                  "ships 3.11; they reach PyPI, Debian and npm only).")
     return " ".join(lines)
-
-
-def runs_folder_files(course: Course) -> list[pathlib.Path]:
-    from . import ranges
-
-    return [path for path in ranges.runs_folder(course).glob("*/*.json")
-            if ranges.minor(json.loads(path.read_text(encoding="utf-8"))["environment"].get("tensorflow")) == ranges.COURSE_TENSORFLOW]
 
 
 def hosted_block(course: Course, folder: pathlib.Path | None = None) -> str:
