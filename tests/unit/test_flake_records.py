@@ -50,15 +50,17 @@ MEASURED_UNDER_THE_RULE = {"hog 1": ["01_callable_handles", "02_graph_growth", "
                                      "10_capstone"],
                            "burst 2": ["01_callable_handles", "02_graph_growth", "03_tf_function", "04_tf_data", "05_metrics", "06_gradient_tape", "07_tensorboard", "08_timeline_profiler", "09_nan_checks",
                                        "10_capstone"]}  # the campaigns committed since
-# A check changed since its campaigns (its fingerprint moved): measured again under one load so far, the others strict too.
-_L10 = ("2026-12-07: lesson 10's speed check draws four batch sizes a call from some 150 (a step compiled once per batch "
-        "size had 16-64 cached and passed); measured again with one core busy and with both, not yet beside bursts")
-CHECK_CHANGED = {"hog 2": {}, "burst 2": {"10_capstone": _L10}}
-HOG1_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 1"]}
-HOG2_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 2"]} | CHECK_CHANGED["hog 2"]
+# A check changed since its campaigns (its fingerprint moved): strict under every load not yet measured again.
+_L10 = ("2026-12-07: lesson 10's speed check compares the model each trainer leaves (its loss on 512 fixed test images), not the "
+        "epoch losses they report, which differed by up to 9% on honest answers (CI of stop 58 failed the reference); not yet measured again")
+CHECK_CHANGED = {"hog 1": {"10_capstone": _L10}, "hog 2": {"10_capstone": _L10}, "burst 2": {"10_capstone": _L10}}
+HOG1_PENDING: dict[str, str] = ({lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 1"]}
+                                | CHECK_CHANGED["hog 1"])
+HOG2_PENDING: dict[str, str] = ({lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["hog 2"]}
+                                | CHECK_CHANGED["hog 2"])
 BURSTS_PENDING: dict[str, str] = ({lesson: _RULE for lesson in _LESSONS if lesson not in MEASURED_UNDER_THE_RULE["burst 2"]}
                                   | CHECK_CHANGED["burst 2"])
-BUSY_PENDING: dict[str, str] = {lesson: _RULE for lesson in _LESSONS if lesson in HOG1_PENDING and lesson in HOG2_PENDING}
+BUSY_PENDING: dict[str, str] = {lesson: HOG1_PENDING[lesson] for lesson in _LESSONS if lesson in HOG1_PENDING and lesson in HOG2_PENDING}
 
 
 def test_docs_flake_block_is_generated_from_the_committed_campaigns():
