@@ -7,6 +7,8 @@
 - `timer`: the grader's clock, in a process of its own: chained batches, rounds a burst disturbed dropped, a hard bound
   per check; its loop and decision rule are `tfperf.timing.paired_rounds`' (the rule: `tfperf.stats`);
 - `replay`: recorded campaigns decided again under any rule and threshold, and virtual gradings from their rounds;
+- `simulated`: gradings simulated through the shipped loop and drop rule under dependent noise (AR(1), bursts,
+  per-grading offsets): the rule's false passes at the threshold (`tests/unit/test_dependence.py`);
 - `doctor`: this machine's timing noise, and check by check whether it can grade speed reliably (``tfperf-lab doctor``).
 
 Imports the learner library (`tfperf`), the course's notebook helpers and, from the floor below, the sandbox's contract

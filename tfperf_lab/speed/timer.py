@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import os
 import pathlib
 import pickle
@@ -173,7 +174,7 @@ def undisturbed(waits: list[tuple[float | None, float | None]]) -> list[bool]:
         values = [w[side] for w in waits if w[side] is not None]
         if not values:
             continue
-        usual = float(np.median(values))
+        usual = statistics.median(values)  # as np.median, a tenth of its time on a short list (the loop calls this every round)
         for index, w in enumerate(waits):
             if w[side] is not None and w[side] > usual + DISTURBED:
                 keep[index] = False
