@@ -19,7 +19,7 @@ from tfperf_lab.speed import simulated
 from tfperf_lab.speed.timer import DISTURBED, MIN_SPAN
 
 def grading(scn, rng, setting, block, drop, inflate=1.0, pre=3):
-    b_all, c_all, w_all = simulated._rounds(scn, dataclass_replace(setting, max_rounds=setting.max_rounds + pre), rng)
+    b_all, c_all, w_all = simulated.rounds(scn, dataclasses.replace(setting, max_rounds=setting.max_rounds + pre), rng)
     ref = [min(w[s] for w in w_all[:pre]) for s in (0, 1)]
     b, c, w = b_all[pre:], c_all[pre:], w_all[pre:]
     now = 0.0; spent = 0.0; kept = []; blocks = []
@@ -45,7 +45,6 @@ def grading(scn, rng, setting, block, drop, inflate=1.0, pre=3):
             break
     return False
 
-def dataclass_replace(s, **kw): return dataclasses.replace(s, **kw)
 
 def rate(name, n, block, drop, truth=1.0, budget=5.0, inflate=1.0, seed=1):
     rng = np.random.default_rng(seed)

@@ -39,6 +39,6 @@ def test_the_simulation_can_tell_a_fast_answer_from_one_at_the_threshold():
 def test_a_burst_shows_as_cpu_wait_on_the_baseline_side_only():
     import numpy as np
 
-    baseline, candidate, waits = simulated._rounds(simulated.Scenario("b", burst_start=1.0), simulated.Setting(), np.random.default_rng(1))
+    baseline, candidate, waits = simulated.rounds(simulated.Scenario("b", burst_start=1.0), simulated.Setting(), np.random.default_rng(1))
     assert all(w[0] > 0.5 for w in waits) and all(w[1] < 0.02 for w in waits)
     assert np.median(baseline / candidate) > 2 * simulated.Setting().threshold

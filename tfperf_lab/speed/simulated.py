@@ -60,7 +60,7 @@ class Setting:
     truth: float = 1.0  # the answer's true median ratio, as a multiple of the threshold (1: exactly at it)
 
 
-def _rounds(scenario: Scenario, setting: Setting, rng: np.random.Generator):
+def rounds(scenario: Scenario, setting: Setting, rng: np.random.Generator):
     """Each round's baseline and candidate seconds and CPU-wait shares, for up to ``setting.max_rounds`` rounds."""
     n = setting.max_rounds
     within = scenario.sigma * math.sqrt(1 - scenario.icc)
@@ -89,7 +89,7 @@ def _rounds(scenario: Scenario, setting: Setting, rng: np.random.Generator):
 
 def grading(scenario: Scenario, rng: np.random.Generator, setting: Setting = Setting()) -> bool:
     """One simulated grading through `tfperf.timing.paired_rounds` with the grader's drop rule: True when it passed."""
-    baseline, candidate, waits = _rounds(scenario, setting, rng)
+    baseline, candidate, waits = rounds(scenario, setting, rng)
     now = [0.0]
     seen: list = []
 
@@ -101,9 +101,9 @@ def grading(scenario: Scenario, rng: np.random.Generator, setting: Setting = Set
         seen.append(waits[index])
         return float(baseline[index]), float(candidate[index])
 
-    rounds = timing.paired_rounds(pair, threshold=setting.threshold, min_rounds=setting.min_rounds, max_rounds=setting.max_rounds,
+    measured = timing.paired_rounds(pair, threshold=setting.threshold, min_rounds=setting.min_rounds, max_rounds=setting.max_rounds,
                                   budget=setting.budget, clock=clock, keep=lambda count: undisturbed(seen[:count]), min_span=MIN_SPAN)
-    return stats.bounded(rounds.ci) and rounds.ci[0] > setting.threshold
+    return stats.bounded(measured.ci) and measured.ci[0] > setting.threshold
 
 
 def passes(scenario: Scenario, gradings: int, *, seed: int = 0, setting: Setting = Setting(), stop_above: int | None = None) -> tuple[int, int]:
