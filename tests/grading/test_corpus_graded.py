@@ -41,6 +41,11 @@ def rows(graded_class):
     return graded_class.rows_of(__name__)
 
 
+@pytest.fixture(scope="module")
+def results(graded_class):
+    return graded_class.of(__name__)
+
+
 def _auto_cells(lesson) -> dict[str, float]:
     return {cell["id"]: cell["points"] for cell in lesson.grade_cells() if cell["kind"] == "auto"}
 
@@ -51,12 +56,13 @@ def test_the_graded_corpora_cover_every_lesson_twice_and_eight_reaches():
 
 
 @pytest.mark.parametrize("answer", HONEST, ids=lambda a: f"{a.lesson[:2]}-{a.name}")
-def test_an_honest_answer_in_another_style_gets_every_point(rows, answer):
+def test_an_honest_answer_in_another_style_gets_every_point(rows, results, answer):
     lesson = COURSE.lesson(answer.lesson)
     row = rows[(f"honest-{answer.name}", lesson.id)]
     assert row["status"] == "graded" and not row["review"], row
     lost = {cell: row[f"{lesson.id}:{cell}"] for cell, points in _auto_cells(lesson).items() if float(row[f"{lesson.id}:{cell}"]) != points}
-    assert not lost, (answer.style, lost)
+    why = {cell.id: f"{cell.status}: {cell.message}" for cell in results[f"honest-{answer.name}"].cells if cell.id in lost}
+    assert not lost, (answer.style, lost, why)
 
 
 @pytest.mark.parametrize("reach", REACHES, ids=lambda r: f"{r.lesson[:2]}-{r.name}")

@@ -35,7 +35,7 @@ def _course_copy(tmp_path) -> Course:
 
 def _report(course: Course, tensorflow: str) -> dict:
     """A course report as `tfperf-lab run` writes it, from one kept run of the course's own."""
-    kept = json.loads(sorted((course.root / "docs" / "runs" / "full").glob("*.json"))[-1].read_text(encoding="utf-8"))
+    kept = json.loads(ranges.in_order((course.root / "docs" / "runs" / "full").glob("*.json"))[-1].read_text(encoding="utf-8"))
     return {"date": "2099-01-01", "environment": {**kept["environment"], "tensorflow": tensorflow, "profile": "full"},
             "lessons": [{"id": lesson, "errors": [], "code": kept["code"][lesson], "seconds": kept["seconds"][lesson],
                          "records": [{"name": name, "speedup": item["speedup"], "ci": item["ci"]} for name, item in records.items()]}
@@ -82,3 +82,24 @@ def test_the_hosted_block_places_each_speedup_against_the_range_of_one_run(tmp_p
     assert row.endswith("| above |"), row
     ran = f"{len(report['lessons'])} of {len(course.lessons)} lessons ran clean on today's code"
     assert "TensorFlow 2.99.1" in block and ran in block, block.splitlines()[0]
+
+
+def test_a_kept_run_never_overwrites_an_earlier_one_and_the_tenth_sorts_after_the_ninth(tmp_path):
+    course = _course_copy(tmp_path)
+    folder = course.root / "docs" / "runs" / "full"
+    template = _report(course, "")
+    for path in folder.glob("*.json"):
+        path.unlink()
+    report = tmp_path / "course-report.json"
+    for patch in [*range(11), None, 99]:  # eleven runs told apart by TensorFlow's patch number; None: one removed by hand
+        if patch is None:
+            (folder / "2099-01-01-3.json").unlink()  # the next run must not take the last one's name
+            continue
+        template["environment"]["tensorflow"] = f"{ranges.COURSE_TENSORFLOW}.{patch}"
+        report.write_text(json.dumps(template), encoding="utf-8")
+        kept = ranges.keep(course, report)
+    assert kept.name == "2099-01-01-12.json"
+    names = [path.name for path in ranges.in_order(folder.glob("*.json"))]
+    assert names.index("2099-01-01-9.json") < names.index("2099-01-01-10.json") < names.index("2099-01-01-12.json")
+    newest = json.loads(ranges.in_order(folder.glob("*.json"))[-1].read_text(encoding="utf-8"))
+    assert newest["environment"]["tensorflow"].endswith(".99")

@@ -58,10 +58,21 @@ def keep(course: Course, report_json: pathlib.Path) -> pathlib.Path:
     version = minor(run["environment"].get("tensorflow"))
     folder = runs_folder(course) / run["profile"] if version == COURSE_TENSORFLOW else hosted_folder(course, version) / run["profile"]
     folder.mkdir(parents=True, exist_ok=True)
-    number = 1 + len(list(folder.glob(f"{run['date']}-*.json")))
+    number = 1 + max((_number(path) for path in folder.glob(f"{run['date']}-*.json")), default=0)
     path = folder / f"{run['date']}-{number}.json"
     path.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def _number(path: pathlib.Path) -> int:
+    """The run's number within its date: ``2026-12-07-20.json`` -> 20 (0 when the name has none)."""
+    tail = path.stem.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def in_order(paths) -> list[pathlib.Path]:
+    """Kept run files oldest first: by date, then by number (``-9`` before ``-10``, which a plain sort puts after)."""
+    return sorted(paths, key=lambda path: (path.stem.rsplit("-", 1)[0], _number(path)))
 
 
 def minor(version: str | None) -> str:
@@ -184,7 +195,7 @@ def hosted(course: Course) -> list[dict]:
         groups.setdefault((run["environment"].get("tensorflow") or "", run["profile"]), []).append((path, run))
     found = []
     for (version, profile), runs in sorted(groups.items(), key=lambda item: (_version_key(item[0][0]), item[0][1]), reverse=True):
-        runs.sort(key=lambda pair: (pair[1]["date"], int(pair[0].stem.rsplit("-", 1)[-1]) if pair[0].stem.rsplit("-", 1)[-1].isdigit() else 0))
+        runs.sort(key=lambda pair: (pair[1]["date"], _number(pair[0])))
         lessons, used = {}, []
         for lesson in course.lessons:
             ran = [(path, run) for path, run in reversed(runs) if lesson.id in run["lessons"]]
