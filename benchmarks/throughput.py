@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 
+from tfperf import env as tfenv
 from tfperf_lab.grading import batch
 from tfperf_lab.course import Course, WorkFolder
 from tfperf_lab.publish import readme
@@ -81,19 +82,13 @@ class LocalCluster:
             process.wait()
 
 
-def busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy since boot (/proc/stat: every state but idle and iowait)."""
-    fields = [int(v) for v in pathlib.Path("/proc/stat").read_text().splitlines()[0].split()[1:8]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def grade_once(course: Course, copies: int, **options) -> dict:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tfperf-throughput-"))
     try:
         count = _class(course, copies, scratch / "class")
-        began, cpu = time.monotonic(), busy_seconds()
+        began, cpu = time.monotonic(), tfenv.busy_seconds()
         results = batch.grade(course, scratch / "class", work=WorkFolder(scratch / "work"), with_feedback=True, progress=False, **options)
-        seconds, cpu = time.monotonic() - began, busy_seconds() - cpu
+        seconds, cpu = time.monotonic() - began, tfenv.busy_seconds() - cpu
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     failed = [r for r in results if r.error or r.score < r.max_score]

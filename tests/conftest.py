@@ -64,6 +64,9 @@ def graded_class(request, tmp_path_factory):
         if callable(getattr(module, "class_submissions", None)):
             graded.add_module(module)
     graded.grade(tmp_path_factory)
+    import pipeline
+
+    pipeline.GRADED = graded  # the terminal summary reports where its time went
     return graded
 
 
@@ -79,6 +82,11 @@ def pytest_terminal_summary(terminalreporter):
     from tfperf import units
 
     pipeline = sys.modules.get("pipeline")
+    graded = getattr(pipeline, "GRADED", None)
+    if graded is not None and graded.results:
+        terminalreporter.section("the test run's class: where its time went")
+        for line in graded.time_spent():
+            terminalreporter.write_line(line)
     rows = [(lesson, record) for lesson, student, record in getattr(pipeline, "MEASURED", []) if student == "reference"]
     if not rows:
         return

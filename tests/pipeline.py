@@ -7,11 +7,14 @@ import functools
 import hashlib
 import io
 import json
+import os
 import pathlib
 import shutil
+import time
 
 import pytest
 
+from tfperf import env as tfenv
 from tfperf_lab.grading import batch
 from tfperf_lab.course import Course, Lesson, notebook, variants, WorkFolder
 from tfperf_lab.grading.results import SubmissionResult
@@ -157,6 +160,8 @@ class GradedClass:
         self.code: int | None = None  # its exit code
         self.left_behind: list[str] = []
         self.work: pathlib.Path | None = None  # the grading's work folder (its release/ holds every lesson it graded)
+        self.seconds = 0.0  # the grading's wall time
+        self.busy = 0.0  # the machine's busy CPU seconds meanwhile (/proc/stat)
 
     def add(self, module: str, lesson_id: str, name: str, nb: dict) -> None:
         digest = hashlib.sha256(json.dumps(nb, sort_keys=True).encode()).hexdigest()
@@ -187,10 +192,12 @@ class GradedClass:
         for (lesson_id, student), nb in self.notebooks.items():
             write_submission(folder, student, COURSE.lesson(lesson_id), nb)
         printed = io.StringIO()
+        began, busy = time.monotonic(), tfenv.busy_seconds()
         with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
             patch.setenv("TMPDIR", str(elsewhere))
             self.code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work),
                                   "--workers", str(batch.DEFAULT_WORKERS)])
+        self.seconds, self.busy = time.monotonic() - began, tfenv.busy_seconds() - busy
         self.printed = printed.getvalue()
         with (work / "grades.csv").open(encoding="utf-8") as handle:
             self.rows = {(row["lesson"], row["student"]): row for row in csv.DictReader(handle)}
@@ -203,6 +210,23 @@ class GradedClass:
         named_reference = {(lesson, student) for (_, lesson, name), student in self.names.items() if name == "reference"}
         keep_measurements(self.results.values(), references=named_reference)
         self.left_behind = sorted(p.name for p in elsewhere.iterdir()) + sorted(p.name for p in (work / "tmp").glob("*"))
+
+    def time_spent(self) -> list[str]:
+        """Where the class's wall time went, per lesson: notebooks, their summed grading seconds and the seconds their
+        speed checks spent measuring (one at a time, the other worker paused, where two workers share 2 cores). CI
+        prints it, so the suite's largest cost is read from every run, not guessed."""
+        cores = os.cpu_count() or 1
+        lines = [f"{len(self.results)} notebooks in {self.seconds:.0f} s with {batch.DEFAULT_WORKERS} workers on {cores} cores; "
+                 f"the machine busy {self.busy:.0f} of {self.seconds * cores:.0f} CPU seconds; measuring "
+                 f"{sum(m.elapsed for r in self.results.values() for m in r.measurements):.0f} s"]
+        by_lesson: dict[str, list[SubmissionResult]] = {}
+        for (lesson, _), result in sorted(self.results.items()):
+            by_lesson.setdefault(lesson, []).append(result)
+        for lesson, results in by_lesson.items():
+            lines.append(f"  {lesson:22} {len(results):3} notebooks  {sum(r.seconds for r in results):6.0f} s graded  "
+                         f"{sum(m.elapsed for r in results for m in r.measurements):5.0f} s measuring  "
+                         f"slowest {max(r.seconds for r in results):4.0f} s")
+        return lines
 
     def _mine(self, module: str, lesson_id: str | None):
         return [(lesson, name, student) for (owner, lesson, name), student in self.names.items()

@@ -215,6 +215,17 @@ def _cgroup_cpu() -> tuple[str | None, int]:
     return None, 0
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat: every state but idle and iowait); 0.0 where
+    there is no /proc/stat. The difference of two readings is what a run cost the machine (benchmarks, the test run's
+    class)."""
+    stat = (_read("/proc/stat") or "").splitlines()
+    if not stat or not stat[0].startswith("cpu "):
+        return 0.0
+    fields = [int(v) for v in stat[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_times() -> dict:
     """Cumulative CPU figures a share is computed from (`machine_state` of two readings): the whole machine's jiffies
     and the share of them a hypervisor stole (/proc/stat), and this cgroup's throttling (cpu.stat: periods throttled,

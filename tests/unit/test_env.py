@@ -124,3 +124,14 @@ def test_gpu_names_waits_for_tensorflow_and_is_not_stuck_at_none(monkeypatch):
 
     monkeypatch.setattr(tfperf.env, "_GPUS", None)
     assert tfperf.env.gpu_names() == ()  # looked up once TensorFlow is there (no GPU on the course machines)
+
+
+def test_busy_seconds_counts_the_machines_busy_cpu_time():
+    import time
+
+    from tfperf import env
+
+    before, began = env.busy_seconds(), time.process_time()
+    while time.process_time() - began < 0.3:  # 0.3 s of this process's CPU: the machine was busy at least that long
+        pass
+    assert env.busy_seconds() - before >= 0.25
