@@ -169,7 +169,9 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, threshold: float,
             ``baseline``: for checks about the learner's code against itself ("stays flat after 100 images").
 
     Raises:
-        AssertionError: with the measured speedup and its interval.
+        AssertionError: with the measured speedup and its interval, when the interval lies below ``threshold`` (or, when
+            graded, the grader's verdict fails). While you work, an interval that still holds ``threshold`` when the
+            rounds run out is *undecided*: printed, marked ``?`` in the self-check, and not raised, so Run All goes on.
     """
     name = name or labels[1]
     if link.graded():
@@ -188,6 +190,14 @@ def assert_speedup(baseline: Callable, candidate: Callable, *, threshold: float,
     print(result.summary())
     report.record(name, result)
     shown = units.interval(*result.ci)  # rounded outward: a lower bound of 1.5951 shows 1.59, never the 1.60 it failed
+    if not result.passed and result.ci[1] >= threshold:
+        # The interval still holds the threshold: the loop ran out of time before deciding (a busy machine, or an answer
+        # near the threshold). Neither a pass nor evidence of a slow answer: said so, and Run All goes on.
+        print(f"undecided: {labels[1]} measured {result.speedup:.2f}x ({result.confidence:.0%} CI {shown} over {result.rounds} "
+              f"rounds), an interval that still holds the {threshold:g}x needed. Not a failure: run this cell again when the "
+              "machine is quieter; the grader measures on its own.")
+        selfcheck.undecided(f"undecided: measured {result.speedup:.2f}x (CI {shown}), needs at least {threshold:g}x")
+        return
     selfcheck.note(f"measured {result.speedup:.2f}x (CI {shown}), needs at least {threshold:g}x")
     if not result.passed:
         raise AssertionError(

@@ -103,16 +103,34 @@ def test_the_median_stays_rounded_to_nearest():
     assert result.summary().startswith("c vs b: 2.00x (needs >= 1.6x: FAIL)")
 
 
-def test_assert_speedup_fails_with_the_interval_printed_outward(monkeypatch):
+def test_assert_speedup_calls_an_interval_holding_the_threshold_undecided_printed_outward(monkeypatch, capsys):
+    """1.5951-2.40 holds 1.6: undecided, printed outward (1.59), marked in the self-check and not raised (Run All goes on)."""
     monkeypatch.delenv(tfperf.link.GRADER_VARIABLE, raising=False)
     monkeypatch.delenv(tfperf.report.RECORD_VARIABLE, raising=False)
     monkeypatch.setattr(checks, "harness_problems", lambda: [])  # the measurement itself is replaced below
     monkeypatch.setattr(timing, "compare", lambda *args, **kwargs: _comparison())
     monkeypatch.setattr(selfcheck, "_PENDING", [])
+    monkeypatch.setattr(selfcheck, "_UNDECIDED", [])
+    tfperf.assert_speedup(lambda: None, lambda: None, threshold=THRESHOLD, labels=("a", "b"))
+    assert "undecided: b measured 2.00x (95% CI 1.59-2.40x over 12 rounds)" in capsys.readouterr().out
+    assert selfcheck._PENDING == ["undecided: measured 2.00x (CI 1.59-2.40x), needs at least 1.6x"]
+    outcome = selfcheck.record_cell('"""Check that b is fast."""\n', None)
+    assert outcome.undecided and not outcome.passed and outcome.line().startswith(selfcheck.UNDECIDED)
+    summary = selfcheck.summary_text({"Exercise": [("Check that b is fast.", 2.0)]})
+    assert "0 of 1 test cells pass (0 of 2 autograded points)" in summary and "could not decide on this machine" in summary
+
+
+def test_assert_speedup_fails_an_interval_below_the_threshold_printed_outward(monkeypatch):
+    monkeypatch.delenv(tfperf.link.GRADER_VARIABLE, raising=False)
+    monkeypatch.delenv(tfperf.report.RECORD_VARIABLE, raising=False)
+    monkeypatch.setattr(checks, "harness_problems", lambda: [])
+    monkeypatch.setattr(timing, "compare", lambda *args, **kwargs: _comparison(low=1.0049, high=1.5951))
+    monkeypatch.setattr(selfcheck, "_PENDING", [])
+    monkeypatch.setattr(selfcheck, "_UNDECIDED", [])
     with pytest.raises(AssertionError) as raised:
         tfperf.assert_speedup(lambda: None, lambda: None, threshold=THRESHOLD, labels=("a", "b"))
-    assert "(95% CI 1.59-2.40x over 12 rounds)" in str(raised.value), raised.value
-    assert selfcheck._PENDING == ["measured 2.00x (CI 1.59-2.40x), needs at least 1.6x"]
+    assert "(95% CI 1.00-1.60x over 12 rounds)" in str(raised.value), raised.value
+    assert selfcheck._PENDING == ["measured 2.00x (CI 1.00-1.60x), needs at least 1.6x"] and selfcheck._UNDECIDED == []
 
 
 def test_the_graders_result_line_and_export_print_the_lower_bound_down():

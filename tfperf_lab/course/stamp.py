@@ -85,7 +85,7 @@ SUMMARY_HEADING = """\
 ### Self-check summary
 
 Run this cell last. It lists every test cell above: passed, failed (with the reason and any measured
-speedup) or not run yet. Only the visible tests run here; the hidden ones run when the notebook is graded,
+speedup), undecided (`?`, a busy machine: no failure) or not run yet. Only the visible tests run here; the hidden ones run when the notebook is graded,
 so a full self-check is necessary, not sufficient. Graded locally: `tfperf-lab check <this notebook>`
 (see the README); in a class: your instructor's nbgrader. {graded}"""
 READ_ONLY_NOTE = ("# Read-only: graded speed checks time this code. Changes are undone when graded, and redefining its\n"
