@@ -139,42 +139,22 @@ def normal_scores(x: np.ndarray) -> np.ndarray:
 # --- autocorrelation --------------------------------------------------------------------------------------------------
 
 def pooled_acf(series: list[np.ndarray], max_lag: int = MAX_LAG) -> dict:
-    """Autocorrelation by lag in rounds, pooled over series: each series less its own mean, the products at lag k
-    summed over all series and divided by their count, over the pooled variance.
-
-    ``shuffle`` is what the same gives, on average, after shuffling each series within itself (exactly: a shuffled
-    centred series of n values with sum of squares S has E[x_i x_j] = -S/(n(n-1)) for i != j), so ``corrected`` = ``raw``
-    - ``shuffle`` takes out the bias of removing each series' own mean (about -1/n at every lag). Index k is lag k;
-    index 0 is 1. ``pairs`` counts the products at each lag."""
-    num = np.zeros(max_lag + 1)
-    null = np.zeros(max_lag + 1)
-    pairs = np.zeros(max_lag + 1)
-    squares = values = 0.0
-    for x in series:
-        x = np.asarray(x, dtype=float)
-        n = len(x)
-        if n < 2:
-            continue
-        x = x - x.mean()
-        s = float((x * x).sum())
-        squares, values = squares + s, values + n
-        for k in range(1, min(max_lag, n - 1) + 1):
-            num[k] += float((x[:-k] * x[k:]).sum())
-            null[k] -= (n - k) * s / (n * (n - 1))
-            pairs[k] += n - k
-    variance = squares / values if values else np.nan
-    with np.errstate(invalid="ignore", divide="ignore"):
-        raw, shuffle = num / pairs / variance, null / pairs / variance
-    raw[0] = shuffle[0] = 1.0
-    corrected = raw - shuffle
-    corrected[0] = 1.0
-    return {"raw": raw, "shuffle": shuffle, "corrected": corrected, "pairs": pairs}
+    """Autocorrelation by lag in rounds, pooled over series: `pooled_acf_by_time` with each round's index for its start,
+    so bin k holds lag k. Each series less its own mean, the products at lag k summed over all series and divided by
+    their count, over the pooled variance; ``shuffle`` (what shuffling each series within itself gives on average) is
+    the bias of removing each series' own mean (about -1/n at every lag), and ``corrected`` = ``raw`` - ``shuffle``.
+    Index k is lag k; index 0 is 1. ``pairs`` counts the products at each lag."""
+    series = [np.asarray(x, dtype=float) for x in series]
+    by_lag = pooled_acf_by_time(series, [np.arange(len(x), dtype=float) for x in series],
+                                bins=np.arange(max_lag + 1) + 0.5)
+    return {key: np.concatenate([[1.0 if key != "pairs" else 0.0], values]) for key, values in by_lag.items()}
 
 
 def pooled_acf_by_time(series: list[np.ndarray], starts: list[np.ndarray], bins=TIME_BINS) -> dict:
     """Autocorrelation by the time between two rounds' starts (``bins``, seconds: bin i holds lags in [bins[i],
-    bins[i+1])), pooled over series like `pooled_acf`: every pair of a series' rounds, each series less its own mean,
-    with the same exact shuffle correction (a shuffle puts the series' values on its own round times at random)."""
+    bins[i+1])), pooled over series: every pair of a series' rounds, each series less its own mean, with an exact
+    shuffle correction (a shuffled centred series of n values with sum of squares S has E[x_i x_j] = -S/(n(n-1)) for
+    i != j: a shuffle puts the series' values on its own round times at random)."""
     edges = np.asarray(bins, dtype=float)
     width = len(edges) - 1
     num, null, pairs = np.zeros(width), np.zeros(width), np.zeros(width)
