@@ -198,6 +198,8 @@ class GradedClass:
             self.code = cli.main(["--course", str(COURSE.root), "grade", str(folder), "--work", str(work),
                                   "--workers", str(batch.DEFAULT_WORKERS)])
         self.seconds, self.busy = time.monotonic() - began, tfenv.busy_seconds() - busy
+        global GRADED
+        GRADED = self  # conftest's terminal summary says where its time went
         self.printed = printed.getvalue()
         with (work / "grades.csv").open(encoding="utf-8") as handle:
             self.rows = {(row["lesson"], row["student"]): row for row in csv.DictReader(handle)}
@@ -266,6 +268,7 @@ def class_results(lesson: Lesson | None = None, *, name: str = "graded"):
     return graded
 
 
+GRADED: GradedClass | None = None  # the test run's class, once graded
 MEASURED: list = []  # (lesson, student, Record) of every graded speed check in this test run: conftest prints their margins
 
 
