@@ -37,6 +37,7 @@ import numpy as np
 
 from tfperf_lab.course import Course
 from tfperf_lab.publish import readme
+from tfperf_lab.speed.replay import median_variance  # the estimator replay's calibration shares
 
 # groups of gradings by the median duration of their kept rounds (seconds): lower bound, upper bound, label
 GROUPS = ((0.0, 0.04, "under 40 ms"), (0.04, 0.1, "40-100 ms"), (0.1, 0.5, "0.1-0.5 s"), (0.5, float("inf"), "over 0.5 s"))
@@ -267,16 +268,6 @@ def variance_inflation(n: int, rho: np.ndarray | None) -> float:
     return float(1 + 2 * np.sum((1 - k / n) * rho[k])) if len(k) else 1.0
 
 
-def median_variance(x: np.ndarray, rng: np.random.Generator, block: int = BOOTSTRAP_BLOCK, reps: int = BOOTSTRAP_REPS) -> float:
-    """The variance of a series' median, by a moving-block bootstrap (blocks of ``block`` consecutive values, so that
-    short-range dependence stays in)."""
-    n = len(x)
-    block = min(block, n)
-    count = int(np.ceil(n / block))
-    index = (rng.integers(0, n - block + 1, (reps, count))[:, :, None] + np.arange(block)).reshape(reps, -1)[:, :n]
-    return float(np.var(np.median(x[index], axis=1), ddof=1))
-
-
 def offset_spread(series: list[np.ndarray], rng: np.random.Generator, rho: list[np.ndarray | None] | None = None) -> dict:
     """How much the gradings of one check (one answer, one load) sit apart beyond their rounds' own noise.
 
@@ -293,7 +284,7 @@ def offset_spread(series: list[np.ndarray], rng: np.random.Generator, rho: list[
     medians = np.array([np.median(x) for x in series])
     sw2 = sum(float(((x - x.mean()) ** 2).sum()) for x in series) / (n.sum() - len(series))
     sb2 = float(np.var(means, ddof=1) - np.mean([sw2 / len(x) * variance_inflation(len(x), r) for x, r in zip(series, rho)]))
-    sbm = float(np.var(medians, ddof=1) - np.mean([median_variance(x, rng) for x in series]))
+    sbm = float(np.var(medians, ddof=1) - np.mean([median_variance(x, rng, BOOTSTRAP_BLOCK, BOOTSTRAP_REPS) for x in series]))
     return {"gradings": len(series), "rounds_median": float(np.median(n)), "sd_w": float(np.sqrt(sw2)),
             "sd_b": float(np.sqrt(max(sbm, 0.0))), "sd_b_mean": float(np.sqrt(max(sb2, 0.0))),
             "icc": max(sb2, 0.0) / (max(sb2, 0.0) + sw2), "icc_median": max(sbm, 0.0) / (max(sbm, 0.0) + sw2),

@@ -311,14 +311,16 @@ def cmd_margins(args) -> int:
 
 def cmd_replay(args) -> int:
     """Decide the recorded flake campaigns again under a rule and thresholds, and simulate 10,000 more gradings of each
-    check, answer and load from their rounds (blocks of consecutive rounds, so bursts stay bursts)."""
+    check, answer and load from their rounds (blocks of consecutive rounds, so bursts stay bursts). --calibrate tests the
+    rule itself: each reference's rounds moved onto its threshold, where at most 2.5% may pass (exit 1 where more do)."""
     from .publish import campaigns, readme
     from .speed import replay
 
     course = _course(args)
     if args.docs:
-        print(readme.update(course, "replay"))
-        print(f"{readme.PAGES['replay']}: replay block regenerated from {readme.flake_folder(course)}")
+        for block in ("replay", "calibration"):
+            print(readme.update(course, block))
+            print(f"{readme.PAGES[block]}: {block} block regenerated from {readme.flake_folder(course)}")
         return 0
     from tfperf import stats, units
 
@@ -332,8 +334,18 @@ def cmd_replay(args) -> int:
         thresholds[name] = float(value)
     chosen = {lesson.id for lesson in course.select(args.lessons or None)}
     found = [c | {"rows": [r for r in c["rows"] if r["lesson"] in chosen]} for c in campaigns.load_campaigns(readme.flake_folder(course))]
-    rows = replay.replay(found, {lesson.id: lesson.source_notebook() for lesson in course.lessons if lesson.id in chosen},
-                         rule=rule, thresholds=thresholds, virtual=args.virtual, block=args.block)
+    sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons if lesson.id in chosen}
+    if args.calibrate:
+        measured = replay.calibrate(found, sources, rule=rule, virtual=args.virtual or 2_000)
+        if not measured:
+            print("no campaign in docs/flake/ kept a reference's rounds for these lessons", file=sys.stderr)
+            return 1
+        print("\n".join(replay.calibration_table(measured)))
+        for mode, summary in replay.calibration_summary(measured).items():
+            print(f"{mode}: {summary['holding']} of {summary['rows']} at or below {measured[0].nominal:.1%}, "
+                  f"{summary['over']} clearly above (mean {summary['mean']:.1%})")
+        return 1 if any(r.over(mode) for r in measured for mode in r.passes) else 0
+    rows = replay.replay(found, sources, rule=rule, thresholds=thresholds, virtual=args.virtual or 10_000, block=args.block)
     if not rows:
         print("no campaign in docs/flake/ kept its rounds for these lessons: record one with `tfperf-lab flake ... --out`", file=sys.stderr)
         return 1
@@ -636,9 +648,12 @@ def parser() -> argparse.ArgumentParser:
     replay_.add_argument("--rule", default=None, help="the decision rule (default: the shipped one; also: one-look)")
     replay_.add_argument("--threshold", action="append", default=[], metavar="CHECK=X",
                          help="try threshold X for a check (its name or its cell id); repeatable")
-    replay_.add_argument("--virtual", type=int, default=10_000, help="virtual gradings per check, answer and load (default 10000)")
+    replay_.add_argument("--virtual", type=int, default=None,
+                         help="virtual gradings per check, answer and load (default 10000; with --calibrate 2000 per way)")
+    replay_.add_argument("--calibrate", action="store_true",
+                         help="move each reference's rounds onto its threshold and count the false passes, four ways of resampling")
     replay_.add_argument("--block", type=int, default=5, help="consecutive rounds drawn together (default 5)")
-    replay_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's replay block")
+    replay_.add_argument("--docs", action="store_true", help="regenerate docs/flake-campaigns.md's replay and calibration blocks")
     replay_.set_defaults(func=cmd_replay)
 
     doctor_ = subcommand(sub, "doctor", cmd_doctor.__doc__)

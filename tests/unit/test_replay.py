@@ -102,3 +102,47 @@ def test_an_answer_the_cell_s_deterministic_checks_stop_every_time_is_no_timing_
     assert not replay_module.stopped_elsewhere({"answer": "reference", "passed": 0}, timing_passed)
     assert not replay_module.stopped_elsewhere({"answer": "eager_sgd_step", "passed": 1}, timing_passed)  # a grade it kept: counted
     assert not replay_module.stopped_elsewhere({"answer": "slow", "passed": 0}, [{"passed": True}] * 19 + [{"passed": False}])
+
+
+# -- calibration (issue 53 item 4): replay must find the rule's own error where the answer sits at the threshold -----
+
+NOMINAL = (1 - replay.Check(threshold=1.0).confidence) / 2
+
+
+def _ar1(n, phi, sigma, seed):
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, sigma * np.sqrt(1 - phi**2), n)
+    logs = np.empty(n)
+    logs[0] = rng.normal(0, sigma)
+    for i in range(1, n):
+        logs[i] = phi * logs[i - 1] + noise[i]
+    return np.exp(np.log(3.0) + logs).tolist()
+
+
+VIRTUAL = 2000
+
+
+def _calibrated(gradings) -> dict[str, tuple[float, float]]:
+    """Mode -> (rate, its one-sided 95% lower bound) of false passes at the threshold."""
+    passes = replay.at_the_threshold([replay.Grading.of(recorded(g, per_call=2e-3)) for g in gradings],
+                                     replay.Check(threshold=1.6, budget=1000.0), virtual=VIRTUAL)
+    return {mode: (count / VIRTUAL, stats.clopper_pearson(count, VIRTUAL, 0.90)[0]) for mode, count in passes.items()}
+
+
+def test_calibration_of_independent_rounds_is_never_clearly_above_the_level():
+    rates = _calibrated([lognormal(3.0, 0.3, 60, seed) for seed in range(20)])
+    assert rates["independent rounds"][0] <= NOMINAL and all(low <= NOMINAL for _, low in rates.values()), rates
+
+
+def test_calibration_finds_rounds_that_drift_and_gradings_that_sit_high():
+    drifting = _calibrated([_ar1(60, 0.9, 0.3, seed) for seed in range(20)])
+    assert drifting["independent rounds"][0] <= NOMINAL < drifting["blocks of 20"][1], drifting
+    offsets = np.random.default_rng(7).normal(0, 0.15, 20)
+    sitting = _calibrated([(np.array(lognormal(3.0, 0.2, 60, seed)) * np.exp(o)).tolist() for seed, o in enumerate(offsets)])
+    assert sitting["independent rounds"][0] <= NOMINAL < sitting["blocks of 20, offsets kept"][1], sitting
+
+
+def test_moving_a_grading_keeps_the_baseline_s_time_and_stretches_the_candidate_s():
+    grading = replay.Grading.of(recorded([4.0, 2.0], calls=1, per_call=1.0, overhead=1.0))  # baseline 4 s and 2 s, candidate 1 s
+    moved = grading.moved(0.5)
+    assert moved.ratios.tolist() == [2.0, 1.0] and moved.seconds.tolist() == pytest.approx([6.0, 4.0])

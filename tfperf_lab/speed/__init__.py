@@ -6,7 +6,8 @@
 - `zygote`: the warm parent the reference processes are forked from (TensorFlow imported once per grading process);
 - `timer`: the grader's clock, in a process of its own: chained batches, rounds a burst disturbed dropped, a hard bound
   per check; its loop and decision rule are `tfperf.timing.paired_rounds`' (the rule: `tfperf.stats`);
-- `replay`: recorded campaigns decided again under any rule and threshold, and virtual gradings from their rounds;
+- `replay`: recorded campaigns decided again under any rule and threshold, virtual gradings from their rounds, and
+  the calibration that moves them onto the threshold to measure the rule's own error;
 - `simulated`: gradings simulated through the shipped loop and drop rule under dependent noise (AR(1), bursts,
   per-grading offsets): the rule's false passes at the threshold (`tests/unit/test_dependence.py`);
 - `doctor`: this machine's timing noise, and check by check whether it can grade speed reliably (``tfperf-lab doctor``).

@@ -9,7 +9,13 @@ seconds per call, kept and dropped rounds in order, calls per batch, the seconds
 * simulates virtual gradings (`simulate`) by drawing blocks of consecutive recorded rounds (a moving-block bootstrap:
   a burst that spanned several rounds stays a burst) from the recorded gradings of one check, answer and load, and
   running the rule on them;
-* counts the wrong outcomes (a reference that fails, an unoptimized answer that passes), with Clopper-Pearson bounds.
+* counts the wrong outcomes (a reference that fails, an unoptimized answer that passes), with Clopper-Pearson bounds
+  for the virtual gradings and, beside them, for the recorded ones (what twenty real gradings can bound: 14% at 0 of 20);
+* tests itself (`calibrate`): every check's recorded reference rounds moved onto its threshold, so the true median ratio
+  IS the threshold, then virtual gradings built four ways (`MODES`: independent rounds, blocks of 5 and of 20 rounds,
+  blocks of 20 with the recorded gradings' offsets beyond their noise kept). A rule that holds its level passes at most the nominal
+  share (2.5% at 95%) of them; where the dependent ways pass more than the independent one, the rounds' dependence is
+  what the rule's proof does not cover (issue 53).
 
 Time in a virtual grading is each round's batch time (calls x both sides' seconds per call), scaled by how much longer
 the recorded grading took in all than its rounds did (warm-up, calibration, messaging), so the budget binds as it did.
@@ -70,6 +76,20 @@ class Grading:
         total = float(seconds.sum())
         scale = max(1.0, float(recorded.get("elapsed", 0.0)) / total) if total > 0 else 1.0
         return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, np.asarray(flags, dtype=bool))
+
+    def moved(self, factor: float) -> "Grading":
+        """The same rounds with every ratio multiplied by ``factor``: the baseline's time kept and the candidate's
+        changed to match, so a round of a slower candidate takes longer and the budget binds as it would."""
+        ratios, seconds = _stretched(self.ratios, self.seconds, factor)
+        return Grading(ratios, seconds, self.kept)
+
+
+def _stretched(ratios: np.ndarray, seconds: np.ndarray, factor) -> tuple[np.ndarray, np.ndarray]:
+    """Ratios times ``factor`` (a number or an array that broadcasts), each round's seconds recomputed with its
+    baseline's share held: baseline = seconds * r / (1 + r), and the new round takes baseline * (1 + 1 / r')."""
+    baseline = seconds * ratios / (1 + ratios)
+    moved = ratios * factor
+    return moved, baseline * (1 + 1 / moved)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,9 +196,19 @@ def at_threshold(row: dict, nb: dict, *, rule: str = stats.RULE) -> dict | None:
 
 
 def simulate(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, virtual: int = 10_000, block: int = 5,
-             seed: int = 0, min_span: float = MIN_SPAN) -> int:
+             seed: int = 0, min_span: float = MIN_SPAN, offsets: np.ndarray | None = None) -> int:
     """How many of ``virtual`` gradings pass: each built from blocks of ``block`` consecutive recorded rounds, every
-    block from a grading and a start drawn at random, until the check's round limit."""
+    block from a grading and a start drawn at random, until the check's round limit (`virtual_rounds`)."""
+    ratios, seconds, kept = virtual_rounds(gradings, check, virtual=virtual, block=block, seed=seed, offsets=offsets)
+    return int(_run(ratios, seconds, kept, check, rule, min_span).sum())
+
+
+def virtual_rounds(gradings: list[Grading], check: Check, *, virtual: int = 10_000, block: int = 5, seed: int = 0,
+                   offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rounds of ``virtual`` gradings (rows of ratios, seconds and kept flags, the check's round limit long), each
+    built from blocks of ``block`` consecutive recorded rounds, every block from a grading and a start drawn at random.
+    ``offsets``: log ratios, one drawn per virtual grading and added to all its rounds (a grading that sits high or low
+    as a whole, `calibrate`)."""
     usable = [g for g in gradings if len(g.ratios) >= 1]
     if not usable:
         raise ValueError("no recorded rounds to resample")
@@ -194,12 +224,15 @@ def simulate(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, v
             continue
         size = len(grading.ratios)
         starts = rng.integers(0, max(1, size - block + 1), size=len(rows))
-        offsets = (starts[:, None] + np.arange(block)[None]) % size  # a grading shorter than a block wraps around
+        taken = (starts[:, None] + np.arange(block)[None]) % size  # a grading shorter than a block wraps around
         target = columns[:, None] * block + np.arange(block)[None]
-        ratios[rows[:, None], target] = grading.ratios[offsets]
-        seconds[rows[:, None], target] = grading.seconds[offsets]
-        kept[rows[:, None], target] = grading.kept[offsets]
-    return int(_run(ratios[:, :length], seconds[:, :length], kept[:, :length], check, rule, min_span).sum())
+        ratios[rows[:, None], target] = grading.ratios[taken]
+        seconds[rows[:, None], target] = grading.seconds[taken]
+        kept[rows[:, None], target] = grading.kept[taken]
+    if offsets is not None:
+        shift = np.exp(np.asarray(offsets, dtype=float)[rng.integers(0, len(offsets), size=virtual)])[:, None]
+        ratios, seconds = _stretched(ratios, seconds, shift)
+    return ratios[:, :length], seconds[:, :length], kept[:, :length]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,8 +253,15 @@ class Replayed:
 
     @property
     def wrong_upper(self) -> float:
-        """Upper bound of the wrong-outcome rate, one-sided 95% (Clopper-Pearson)."""
+        """Upper bound of the wrong-outcome rate in the virtual gradings, one-sided 95% (Clopper-Pearson): only as good
+        as the resampling, which reuses the recorded rounds and cannot invent a load or a dependence they lack."""
         return stats.clopper_pearson(self.virtual_wrong, self.virtual, 0.90)[1]
+
+    @property
+    def recorded_upper(self) -> float:
+        """Upper bound of the wrong-outcome rate from the real gradings alone, one-sided 95%: 0 of 20 bounds it below
+        13.9%, whatever the virtual ones say."""
+        return stats.clopper_pearson(self.recorded_wrong, self.recorded, 0.90)[1]
 
     @property
     def kind(self) -> str:
@@ -273,9 +313,144 @@ def _measured_at(row: Replayed) -> str:
 
 def table(rows: list[Replayed]) -> list[str]:
     """Markdown lines: one per check, answer and load."""
-    lines = ["| lesson | check | answer | load | threshold | recorded: wrong / gradings | virtual: wrong / gradings | "
-             "upper bound (95%) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| lesson | check | answer | load | threshold | recorded: wrong / gradings | upper bound (95%) | "
+             "virtual: wrong / gradings | upper bound (95%) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x{_measured_at(r)} | {r.recorded_wrong} / {r.recorded} | "
-                     f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {upper(r.wrong_upper, '.3%')} |")
+                     f"{upper(r.recorded_upper, '.1%')} | {r.virtual_wrong} / {r.virtual} ({r.kind}) | {upper(r.wrong_upper, '.3%')} |")
     return lines
+
+
+# -- calibration: the rule's level on recorded rounds moved onto the threshold ------------------------------------
+
+# How `calibrate` builds virtual gradings: (rounds per block, each virtual grading keeps one recorded grading's offset).
+MODES: dict[str, tuple[int, bool]] = {
+    "independent rounds": (1, False),  # the control: the rule's proof holds here, so it must pass at most the nominal share
+    "blocks of 5": (5, False),
+    "blocks of 20": (20, False),
+    "blocks of 20, offsets kept": (20, True),  # each grading centred, then one offset per virtual grading (`offsets_of`)
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """One check and load: its reference's recorded rounds moved onto the threshold, and how many virtual gradings
+    passed in each of `MODES` (a pass here is a false pass: the true median ratio is the threshold)."""
+
+    lesson: str
+    cell: str
+    name: str
+    load: str
+    threshold: float
+    gradings: int
+    rounds: int  # kept rounds, all gradings together
+    virtual: int
+    passes: dict
+    confidence: float = timing.CheckOptions.confidence
+
+    @property
+    def nominal(self) -> float:
+        """What the rule promises: a pass at a true ratio equal to the threshold at most (1 - confidence) / 2 of the time."""
+        return (1 - self.confidence) / 2
+
+    def rate(self, mode: str) -> float:
+        return self.passes[mode] / self.virtual
+
+    def holds(self, mode: str) -> bool:
+        """At or below the nominal share: more than that is the rule's error, not the resampling's noise, once the
+        rate's lower bound (95%, Clopper-Pearson) is above it too (`over`)."""
+        return self.rate(mode) <= self.nominal
+
+    def over(self, mode: str) -> bool:
+        """Clearly above the nominal share: the rate's one-sided 95% lower bound is above it."""
+        return stats.clopper_pearson(self.passes[mode], self.virtual, 0.90)[0] > self.nominal
+
+
+def median_variance(x: np.ndarray, rng: np.random.Generator, block: int = 5, reps: int = 200) -> float:
+    """The variance of a series' median, by a moving-block bootstrap (blocks of ``block`` consecutive values, so that
+    short-range dependence stays in). benchmarks/round_dependence.py's sd_b uses it too."""
+    n = len(x)
+    block = min(block, n)
+    count = int(np.ceil(n / block))
+    index = (rng.integers(0, n - block + 1, (reps, count))[:, :, None] + np.arange(block)).reshape(reps, -1)[:, :n]
+    return float(np.var(np.median(x[index], axis=1), ddof=1))
+
+
+def offsets_of(gradings: list[Grading], *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each grading's median log ratio of its kept rounds, minus their pooled median (``raw``: 0 for a grading with no
+    kept round), and the same offsets shrunk toward their mean so that their variance is only what the medians' own
+    noise (`median_variance`) does not explain: sd_b of benchmarks/round_dependence.py. Raw offsets carry that noise,
+    and drawing them would add a spread that independent rounds have too."""
+    logs = [np.log(g.ratios[g.kept]) for g in gradings]
+    pooled = float(np.median(np.concatenate(logs))) if any(len(x) for x in logs) else 0.0
+    raw = np.array([float(np.median(x)) - pooled if len(x) else 0.0 for x in logs])
+    rng = np.random.default_rng(seed)
+    noisy = [x for x in logs if len(x) >= 2]
+    spread = float(np.var(raw, ddof=1)) if len(raw) >= 2 else 0.0
+    noise = float(np.mean([median_variance(x, rng) for x in noisy])) if noisy else 0.0
+    shrink = np.sqrt(max(spread - noise, 0.0) / spread) if spread > 0 else 0.0
+    return raw, raw.mean() + (raw - raw.mean()) * shrink
+
+
+def calibrate(campaigns: Iterable[dict], sources: dict[str, dict], *, rule: str = stats.RULE, virtual: int = 2_000,
+              seed: int = 0, modes: dict[str, tuple[int, bool]] | None = None,
+              min_span: float = MIN_SPAN) -> list[Calibration]:
+    """Every check and load whose reference kept its rounds, ``virtual`` gradings per mode built from its recorded
+    rounds and then moved by one factor, so that the median of their kept rounds' ratios IS the threshold (the
+    population the rule samples from sits exactly there; each grading and block keeps its place above or below the
+    others), through the rule's loop, budget and round limit included. In the mode that keeps offsets, every
+    grading is first centred on its own median and each virtual grading draws one grading's offset."""
+    modes = modes or MODES
+    out = []
+    for campaign in campaigns:
+        for row in campaign["rows"]:
+            if row["answer"] != "reference" or not row.get("gradings") or row["lesson"] not in sources:
+                continue
+            for name, check in check_settings(sources[row["lesson"]], row["cell"]).items():
+                gradings = [Grading.of(g) for g in row["gradings"] if g.get("name", name) == name]
+                gradings = [g for g in gradings if g.kept.any()]
+                if not gradings:
+                    continue
+                passes = at_the_threshold(gradings, check, rule=rule, virtual=virtual, seed=seed, modes=modes, min_span=min_span)
+                out.append(Calibration(row["lesson"], row["cell"], name, load_of(campaign), check.threshold, len(gradings),
+                                       int(sum(g.kept.sum() for g in gradings)), virtual, passes, check.confidence))
+    return out
+
+
+def at_the_threshold(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, virtual: int = 2_000, seed: int = 0,
+                     modes: dict[str, tuple[int, bool]] | None = None, min_span: float = MIN_SPAN) -> dict[str, int]:
+    """Mode -> how many of ``virtual`` gradings pass when built from ``gradings``' rounds (`MODES`) and moved by one
+    factor so that the median ratio of all their kept rounds is ``check.threshold``: false passes, which the rule
+    promises at most (1 - confidence) / 2 of the time."""
+    raw, offsets = offsets_of(gradings, seed=seed)
+    centred = [g.moved(float(np.exp(-o))) for g, o in zip(gradings, raw)]
+    passes = {}
+    for mode, (block, keep_offsets) in (modes or MODES).items():
+        ratios, seconds, kept = virtual_rounds(centred if keep_offsets else gradings, check, virtual=virtual, block=block,
+                                               seed=seed, offsets=offsets if keep_offsets else None)
+        ratios, seconds = _stretched(ratios, seconds, check.threshold / float(np.median(ratios[kept])))
+        passes[mode] = int(_run(ratios, seconds, kept, check, rule, min_span).sum())
+    return passes
+
+
+def calibration_table(rows: list[Calibration]) -> list[str]:
+    """Markdown lines: one per check and load, the share of virtual gradings that passed in each mode (bold: clearly
+    above the nominal share)."""
+    modes = list(rows[0].passes) if rows else list(MODES)
+    lines = ["| lesson | check | load | gradings (kept rounds) | " + " | ".join(modes) + " |",
+             "|---|---|---|---|" + "---|" * len(modes)]
+    for r in rows:
+        cells = [(f"**{r.rate(m):.1%}**" if r.over(m) else f"{r.rate(m):.1%}") for m in modes]
+        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.load} | {r.gradings} ({r.rounds}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def calibration_summary(rows: list[Calibration]) -> dict[str, dict]:
+    """Per mode: how many checks and loads hold the nominal share, how many are clearly above it, the mean rate and
+    the worst row."""
+    out = {}
+    for mode in (rows[0].passes if rows else ()):
+        worst = max(rows, key=lambda r: r.rate(mode))
+        out[mode] = {"rows": len(rows), "holding": sum(r.holds(mode) for r in rows), "over": sum(r.over(mode) for r in rows),
+                     "mean": float(np.mean([r.rate(mode) for r in rows])), "worst": worst}
+    return out
