@@ -37,7 +37,7 @@ import numpy as np
 
 from tfperf_lab.course import Course
 from tfperf_lab.publish import readme
-from tfperf_lab.speed.replay import median_variance  # the estimator replay's calibration shares
+from tfperf_lab.speed.replay import in_order, median_variance  # what replay's calibration reads and estimates likewise
 
 # groups of gradings by the median duration of their kept rounds (seconds): lower bound, upper bound, label
 GROUPS = ((0.0, 0.04, "under 40 ms"), (0.04, 0.1, "40-100 ms"), (0.1, 0.5, "0.1-0.5 s"), (0.5, float("inf"), "over 0.5 s"))
@@ -80,18 +80,9 @@ def rounds_of(recorded: dict) -> dict:
     since the first timed round began, dropped rounds' time included) of the kept rounds; ``log_ratio_all`` and
     ``seconds_all`` of all rounds, with ``kept`` flags; and the check's ``elapsed`` seconds. None if a recorded time is
     not positive."""
-    kept_pairs = list(zip(recorded["baseline"], recorded["candidate"]))
-    dropped = {int(i): (b, c) for i, b, c in recorded.get("dropped", [])}
-    pairs, flags, source = [], [], iter(kept_pairs)
-    for position in range(len(kept_pairs) + len(dropped)):
-        if position in dropped:
-            pairs.append(dropped[position]), flags.append(False)
-        else:
-            pairs.append(next(source)), flags.append(True)
-    times = np.asarray(pairs, dtype=float).reshape(-1, 2)
+    times, kept = in_order(recorded)
     if (times <= 0).any():
         return None
-    kept = np.asarray(flags, dtype=bool)
     seconds = times.sum(axis=1) * max(1, int(recorded.get("calls", 1)))
     start = np.concatenate([[0.0], np.cumsum(seconds)[:-1]])
     log_ratio = np.log(times[:, 0] / times[:, 1])

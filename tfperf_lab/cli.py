@@ -340,10 +340,7 @@ def cmd_replay(args) -> int:
         if not measured:
             print("no campaign in docs/flake/ kept a reference's rounds for these lessons", file=sys.stderr)
             return 1
-        print("\n".join(replay.calibration_table(measured)))
-        for mode, summary in replay.calibration_summary(measured).items():
-            print(f"{mode}: {summary['holding']} of {summary['rows']} at or below {measured[0].nominal:.1%}, "
-                  f"{summary['over']} clearly above (mean {summary['mean']:.1%})")
+        print("\n".join(replay.calibration_table(measured) + [""] + replay.summary_lines(measured)))
         return 1 if any(r.over(mode) for r in measured for mode in r.passes) else 0
     rows = replay.replay(found, sources, rule=rule, thresholds=thresholds, virtual=args.virtual or 10_000, block=args.block)
     if not rows:

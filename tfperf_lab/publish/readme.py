@@ -401,12 +401,7 @@ def calibration_block(course: Course, folder: pathlib.Path | None = None) -> str
     if not rows:
         return f"No campaign under rule `{stats.RULE}` has kept a reference's rounds yet."
     nominal = rows[0].nominal
-    said = []
-    for mode, summary in replay.calibration_summary(rows).items():
-        worst = summary["worst"]
-        said.append(f"{mode}: {summary['holding']} of {summary['rows']} at or below {nominal:.1%}, {summary['over']} clearly "
-                    f"above, mean {summary['mean']:.1%}, worst {worst.rate(mode):.1%} ({worst.lesson[:2]} `{worst.name}`, "
-                    f"{worst.load})")
+    said = replay.summary_lines(rows)
     return "\n".join(replay.calibration_table(rows) + ["", (
         f"Rule `{stats.RULE}`, {len(rows)} checks x loads, {rows[0].virtual:,} virtual gradings per check, load and way of "
         f"resampling, every one at a true median ratio equal to the threshold, so each pass is a false pass and the rule "

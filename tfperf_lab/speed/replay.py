@@ -50,6 +50,21 @@ def _one_look(n: int, alpha: float) -> int | None:
 RULES: dict[str, Callable[[int, float], int | None]] = {stats.RULE: stats.needed, "one-look": _one_look}
 
 
+def in_order(recorded: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A campaign row's ``gradings`` entry as its rounds ran: (baseline, candidate) seconds a call per round, and
+    whether the grader kept it. The entry holds the kept rounds in ``baseline``/``candidate`` and the others in
+    ``dropped`` as [position among all rounds, baseline, candidate]."""
+    kept_pairs = list(zip(recorded["baseline"], recorded["candidate"]))
+    dropped = {int(i): (b, c) for i, b, c in recorded.get("dropped", [])}
+    rounds, flags, source = [], [], iter(kept_pairs)
+    for position in range(len(kept_pairs) + len(dropped)):
+        if position in dropped:
+            rounds.append(dropped[position]), flags.append(False)
+        else:
+            rounds.append(next(source)), flags.append(True)
+    return np.asarray(rounds, dtype=float).reshape(-1, 2), np.asarray(flags, dtype=bool)
+
+
 @dataclasses.dataclass(frozen=True)
 class Grading:
     """One recorded grading of one check: ``ratios`` and ``seconds`` (the batch's time, overhead folded in) of every
@@ -62,20 +77,12 @@ class Grading:
     @classmethod
     def of(cls, recorded: dict) -> "Grading":
         """From a campaign row's ``gradings`` entry."""
-        kept_pairs = list(zip(recorded["baseline"], recorded["candidate"]))
-        dropped = {int(i): (b, c) for i, b, c in recorded.get("dropped", [])}
-        rounds, flags, source = [], [], iter(kept_pairs)
-        for position in range(len(kept_pairs) + len(dropped)):
-            if position in dropped:
-                rounds.append(dropped[position]), flags.append(False)
-            else:
-                rounds.append(next(source)), flags.append(True)
-        pairs = np.asarray(rounds, dtype=float).reshape(-1, 2)
+        pairs, flags = in_order(recorded)
         calls = max(1, int(recorded.get("calls", 1)))
         seconds = pairs.sum(axis=1) * calls
         total = float(seconds.sum())
         scale = max(1.0, float(recorded.get("elapsed", 0.0)) / total) if total > 0 else 1.0
-        return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, np.asarray(flags, dtype=bool))
+        return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, flags)
 
     def moved(self, factor: float) -> "Grading":
         """The same rounds with every ratio multiplied by ``factor``: the baseline's time kept and the candidate's
@@ -357,8 +364,7 @@ class Calibration:
         return self.passes[mode] / self.virtual
 
     def holds(self, mode: str) -> bool:
-        """At or below the nominal share: more than that is the rule's error, not the resampling's noise, once the
-        rate's lower bound (95%, Clopper-Pearson) is above it too (`over`)."""
+        """At or below the nominal share (a rate a little above it may still be the resampling's noise: `over`)."""
         return self.rate(mode) <= self.nominal
 
     def over(self, mode: str) -> bool:
@@ -400,7 +406,6 @@ def calibrate(campaigns: Iterable[dict], sources: dict[str, dict], *, rule: str 
     population the rule samples from sits exactly there; each grading and block keeps its place above or below the
     others), through the rule's loop, budget and round limit included. In the mode that keeps offsets, every
     grading is first centred on its own median and each virtual grading draws one grading's offset."""
-    modes = modes or MODES
     out = []
     for campaign in campaigns:
         for row in campaign["rows"]:
@@ -442,6 +447,17 @@ def calibration_table(rows: list[Calibration]) -> list[str]:
     for r in rows:
         cells = [(f"**{r.rate(m):.1%}**" if r.over(m) else f"{r.rate(m):.1%}") for m in modes]
         lines.append(f"| {r.lesson[:2]} | {r.name} | {r.load} | {r.gradings} ({r.rounds}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def summary_lines(rows: list[Calibration]) -> list[str]:
+    """One line per mode, as the CLI prints it and docs/flake-campaigns.md's calibration block says it."""
+    lines = []
+    for mode, summary in calibration_summary(rows).items():
+        worst = summary["worst"]
+        lines.append(f"{mode}: {summary['holding']} of {summary['rows']} at or below {worst.nominal:.1%}, {summary['over']} "
+                     f"clearly above, mean {summary['mean']:.1%}, worst {worst.rate(mode):.1%} ({worst.lesson[:2]} "
+                     f"`{worst.name}`, {worst.load})")
     return lines
 
 
