@@ -39,12 +39,16 @@ from typing import Sequence
 
 from .units import interval as _interval
 
-__all__ = ["CONFIDENCE", "ONE_RUN_SHARE", "RULE", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest",
+__all__ = ["BLOCK_SECONDS", "CONFIDENCE", "ONE_RUN_SHARE", "RULE", "blocks", "bounded", "clopper_pearson", "confidence_sequence", "decided", "e_value", "fewest",
            "median_interval", "needed", "one_run_range", "shown"]
 
 # The decision rule's version. It is written into every `tfperf.timing.Comparison`, every record, every speed check's
 # fingerprint and every campaign row: figures and campaigns measured under another rule stop counting.
 RULE = "sign-cs-1"
+# Seconds of rounds (both sides' time, kept rounds only) a block of the rule gathers: rounds closer together than this
+# are not independent (the campaigns' kept rounds: lag-1 autocorrelation 0.16 for rounds under 40 ms, about 0 from
+# 0.15 s; docs/benchmarks.md), so the sign test counts blocks, not rounds (`blocks`).
+BLOCK_SECONDS = 0.25
 CONFIDENCE = 0.95  # the level of every interval the course prints and of the rule that decides (one level for both)
 
 
@@ -80,6 +84,29 @@ def fewest(confidence: float = CONFIDENCE) -> int:
     earlier, for its time budget say, can only report "undecided", so `tfperf.timing.paired_rounds` never does."""
     alpha = round(1 - confidence, 12)
     return next(n for n in range(1, 10_000) if needed(n, alpha) is not None)
+
+
+def blocks(ratios: Sequence[float], seconds: Sequence[float], block_seconds: float = BLOCK_SECONDS) -> list[float]:
+    """The closed blocks of a run of rounds, in order: each block's median ratio. ``ratios`` and ``seconds`` (both sides'
+    time of each round) are the kept rounds in the order they ran; a round belongs to the ``block_seconds`` slice of
+    their running time it starts in, and a block closes when the running time reaches the end of its slice. A round as
+    long as a slice or longer is a block of its own; the rounds of a block not yet closed wait. A block's median (of an
+    even count, the geometric mean of the middle two) lies above the rounds' true median as often as below when rounds
+    are independent, so the rule's parameter stays the median ratio. With ``block_seconds`` 0 every round is a block
+    (the rule before sign-cs-2)."""
+    if block_seconds <= 0:
+        return [float(r) for r in ratios]
+    out, logs, elapsed = [], [], 0.0
+    for ratio, spent in zip(ratios, seconds):
+        start = math.floor(elapsed / block_seconds)
+        logs.append(math.log(float(ratio)))
+        elapsed += float(spent)
+        if math.floor(elapsed / block_seconds) > start:
+            logs.sort()
+            middle = len(logs) // 2
+            out.append(math.exp(logs[middle] if len(logs) % 2 else (logs[middle - 1] + logs[middle]) / 2))
+            logs = []
+    return out
 
 
 def confidence_sequence(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:

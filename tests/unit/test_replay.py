@@ -91,7 +91,7 @@ def test_rates_come_with_their_clopper_pearson_bound():
     row = replay.Replayed("01", "c", "x", "reference", "2 busy", 2.0, 20, 0, 10_000, 0)
     assert row.kind == "false fail" and row.wrong_upper == pytest.approx(1 - 0.05 ** (1 / 10_000), rel=1e-6)
     assert row.wrong_upper < 0.001
-    assert replay.RULES[stats.RULE] is stats.needed
+    assert replay.RULES[stats.RULE].needed is stats.needed
 
 
 def test_an_answer_the_cell_s_deterministic_checks_stop_every_time_is_no_timing_error():
@@ -146,3 +146,31 @@ def test_moving_a_grading_keeps_the_baseline_s_time_and_stretches_the_candidate_
     grading = replay.Grading.of(recorded([4.0, 2.0], calls=1, per_call=1.0, overhead=1.0))  # baseline 4 s and 2 s, candidate 1 s
     moved = grading.moved(0.5)
     assert moved.ratios.tolist() == [2.0, 1.0] and moved.seconds.tolist() == pytest.approx([6.0, 4.0])
+
+
+def test_replay_counts_the_same_blocks_as_the_rule_does_round_by_round():
+    """`replay._units`, the blocks of many virtual gradings at once, against `tfperf.stats.blocks` after every round."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n = int(rng.integers(5, 60))
+        ratios = np.exp(rng.normal(0.4, 0.3, n))
+        seconds = rng.choice([0.01, 0.04, 0.1, 0.3, 1.3], n) * rng.uniform(0.5, 1.5, n)
+        kept = rng.random(n) > 0.2
+        units, above, below = replay._units(ratios[None], seconds[None], kept[None], 1.5, stats.BLOCK_SECONDS)
+        for j in range(n):
+            closed = stats.blocks(ratios[: j + 1][kept[: j + 1]], seconds[: j + 1][kept[: j + 1]])
+            assert (units[0, j], above[0, j], below[0, j]) == (len(closed), sum(b >= 1.5 for b in closed),
+                                                               sum(b < 1.5 for b in closed))
+
+
+def test_blocks_hold_the_level_where_rounds_drift_and_single_rounds_do_not():
+    """AR(1) log ratios, phi 0.5 between rounds of about 40 ms: the sign test on single rounds passes an answer at its
+    threshold far more than 2.5% when blocks of 5 rounds are resampled; on blocks of a quarter second it holds, give or
+    take two standard errors of the count (tests/unit/test_dependence.py's allowance)."""
+    gradings = [replay.Grading.of(recorded(_ar1(200, 0.5, 0.3, seed), per_call=1e-3)) for seed in range(20)]
+    check = replay.Check(threshold=1.6, budget=1000.0)
+    modes = {"blocks of 5": (5, False)}
+    rounds = replay.at_the_threshold(gradings, check, rule="sign-cs-1", virtual=VIRTUAL, modes=modes)["blocks of 5"]
+    blocked = replay.at_the_threshold(gradings, check, rule="sign-cs-2", virtual=VIRTUAL, modes=modes)["blocks of 5"]
+    allowed = NOMINAL + 2 * np.sqrt(NOMINAL * (1 - NOMINAL) / VIRTUAL)
+    assert blocked / VIRTUAL <= allowed < stats.clopper_pearson(rounds, VIRTUAL, 0.90)[0], (rounds, blocked)

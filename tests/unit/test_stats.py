@@ -145,3 +145,23 @@ def test_a_demonstration_without_a_threshold_keeps_its_budget():
     fake = Rounds(6.0, 0.1, seed=3)
     measured = timing.paired_rounds(fake.pair, threshold=None, min_rounds=4, budget=0.045, clock=fake.clock)
     assert len(measured.samples[0]) == 5 and not stats.bounded(measured.ci), measured
+
+
+def test_a_block_gathers_a_quarter_second_of_rounds_and_a_long_round_is_a_block_of_its_own():
+    # five rounds of 0.1 s: the first three start in the first quarter second (0, 0.1, 0.2) and close it at 0.3 s; the
+    # next two start in the second (0.3, 0.4) and close it at 0.5 s
+    assert stats.blocks([1.0, 4.0, 2.0, 8.0, 8.0], [0.1] * 5) == pytest.approx([2.0, 8.0])
+    assert stats.blocks([1.0, 4.0, 2.0, 8.0], [0.1] * 4) == pytest.approx([2.0])
+    assert stats.blocks([3.0, 5.0], [1.3, 1.3]) == pytest.approx([3.0, 5.0])  # each longer than a slice: a block each
+    # an even count: the geometric mean of the middle two (1 and 4 -> 2); the open block after it waits
+    assert stats.blocks([1.0, 4.0, 9.0], [0.125, 0.125, 0.01]) == pytest.approx([2.0])
+    assert stats.blocks([1.0, 4.0], [0.1, 0.1], block_seconds=0) == [1.0, 4.0]
+
+
+def test_the_median_of_independent_blocks_lies_above_the_rounds_median_half_the_time():
+    """The rule's parameter stays the median ratio: skewed independent rounds, blocks of 3 and of 4."""
+    rng = np.random.default_rng(3)
+    for size in (3, 4):
+        values = np.exp(rng.exponential(1.0, (20_000, size)))  # strongly skewed log ratios; the median is exp(ln 2)
+        medians = [stats.blocks(row, [stats.BLOCK_SECONDS / size + 1e-9] * size)[0] for row in values]
+        assert np.mean(np.array(medians) > 2.0) == pytest.approx(0.5, abs=0.02 if size == 3 else 0.06)

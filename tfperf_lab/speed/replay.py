@@ -47,7 +47,19 @@ def _one_look(n: int, alpha: float) -> int | None:
     return None if k < 0 else n - k
 
 
-RULES: dict[str, Callable[[int, float], int | None]] = {stats.RULE: stats.needed, "one-look": _one_look}
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A decision rule as replay runs it: ``needed(n, alpha)``, the fewest of ``n`` units on one side of the threshold
+    that decide, and ``block_seconds``, the seconds of kept rounds a unit gathers (`tfperf.stats.blocks`; 0: every round
+    is a unit)."""
+
+    needed: Callable[[int, float], int | None]
+    block_seconds: float = 0.0
+
+
+# sign-cs-1: the sequence on single rounds (2026-12-04 to the switch to blocks); sign-cs-2 on blocks of rounds.
+RULES: dict[str, Rule] = {"sign-cs-1": Rule(stats.needed), "sign-cs-2": Rule(stats.needed, stats.BLOCK_SECONDS),
+                          "one-look": Rule(_one_look)}
 
 
 def in_order(recorded: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -73,6 +85,7 @@ class Grading:
     ratios: np.ndarray
     seconds: np.ndarray
     kept: np.ndarray
+    scale: float = 1.0  # how much longer the grading took than its rounds: ``seconds`` is each round's time times this
 
     @classmethod
     def of(cls, recorded: dict) -> "Grading":
@@ -82,13 +95,13 @@ class Grading:
         seconds = pairs.sum(axis=1) * calls
         total = float(seconds.sum())
         scale = max(1.0, float(recorded.get("elapsed", 0.0)) / total) if total > 0 else 1.0
-        return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, flags)
+        return cls(pairs[:, 0] / pairs[:, 1], seconds * scale, flags, scale)
 
     def moved(self, factor: float) -> "Grading":
         """The same rounds with every ratio multiplied by ``factor``: the baseline's time kept and the candidate's
         changed to match, so a round of a slower candidate takes longer and the budget binds as it would."""
         ratios, seconds = _stretched(self.ratios, self.seconds, factor)
-        return Grading(ratios, seconds, self.kept)
+        return Grading(ratios, seconds, self.kept, self.scale)
 
 
 def _stretched(ratios: np.ndarray, seconds: np.ndarray, factor) -> tuple[np.ndarray, np.ndarray]:
@@ -133,35 +146,61 @@ def check_settings(nb: dict, cell_id: str) -> dict[str, Check]:
 
 @functools.lru_cache(maxsize=64)
 def _needed_table(rule: str, alpha: float, length: int) -> np.ndarray:
-    needed = RULES[rule]
+    needed = RULES[rule].needed
     return np.array([needed(n, alpha) or length + 1 for n in range(length + 1)])
 
 
 def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
-         min_span: float) -> np.ndarray:
+         min_span: float, scale: np.ndarray | float = 1.0) -> np.ndarray:
     """The rule's loop on many sequences at once (rows): True where it passed, False where it failed or ran out."""
-    return _loop(ratios, seconds, kept, check, rule, min_span)[0]
+    return _loop(ratios, seconds, kept, check, rule, min_span, scale)[0]
+
+
+def _units(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, threshold: float,
+           block_seconds: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and round, the units the rule has counted by the end of that round: how many, how many lie at or above
+    ``threshold`` and how many below. A unit is a kept round, or with ``block_seconds`` a closed block of kept rounds
+    (`tfperf.stats.blocks`: the same slices of running time, its median ratio; ``seconds`` unscaled)."""
+    if block_seconds <= 0:
+        return (np.cumsum(kept, axis=1), np.cumsum((ratios >= threshold) & kept, axis=1),
+                np.cumsum((ratios < threshold) & kept, axis=1))
+    rows, length = ratios.shape
+    spent = np.where(kept, seconds, 0.0)
+    end = np.cumsum(spent, axis=1)
+    closes = kept & (np.floor(end / block_seconds) > np.floor((end - spent) / block_seconds))
+    ordinal = np.cumsum(closes, axis=1) - closes  # the block each kept round belongs to: the closes before it
+    segment = (np.arange(rows)[:, None] * (length + 1) + ordinal)[kept]
+    logs = np.log(ratios)[kept]
+    order = np.lexsort((logs, segment))  # each block's rounds together, in order of size
+    segment, logs = segment[order], logs[order]
+    starts = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+    sizes = np.diff(np.r_[starts, len(segment)])
+    medians = (logs[starts + (sizes - 1) // 2] + logs[starts + sizes // 2]) / 2
+    closing = (np.arange(rows)[:, None] * (length + 1) + ordinal)[closes]  # the block each closing round closes
+    above = np.zeros_like(closes)
+    above[closes] = medians[np.searchsorted(segment[starts], closing)] >= np.log(threshold)
+    return np.cumsum(closes, axis=1), np.cumsum(above, axis=1), np.cumsum(closes & ~above, axis=1)
 
 
 def _loop(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
-          min_span: float) -> tuple[np.ndarray, np.ndarray]:
+          min_span: float, scale: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The rule's loop on many sequences at once (rows): where it passed, and where it stopped at all (a decision, the
-    budget or the round limit) before the rounds ran out."""
+    budget or the round limit) before the rounds ran out. ``seconds`` include each grading's overhead (the budget's and
+    the span's time); divided by ``scale`` they are the rounds' own time (the blocks')."""
     if ratios.ndim == 1:
         ratios, seconds, kept = ratios[None], seconds[None], kept[None]
     rows, length = ratios.shape
     table = _needed_table(rule, round(1 - check.confidence, 12), length)
-    above = np.cumsum((ratios >= check.threshold) & kept, axis=1)
-    below = np.cumsum((ratios < check.threshold) & kept, axis=1)
+    units, above, below = _units(ratios, seconds / scale, kept, check.threshold, RULES[rule].block_seconds)
     count = np.cumsum(kept, axis=1)
     spent = np.cumsum(np.where(kept, seconds, 0.0), axis=1)  # a dropped round costs no budget (`paired_rounds`)
     span = np.cumsum(seconds, axis=1)
-    need = table[count]
-    # as `paired_rounds` does: no stop before `stats.fewest` kept rounds, nor before min_rounds kept unless out of time
+    need = table[units]
+    # as `paired_rounds` does: no stop before `stats.fewest` units, nor before min_rounds kept unless out of time
     fewest = stats.fewest(check.confidence)
     least = min(check.max_rounds, max(check.min_rounds, fewest))
     out_of_time = spent > check.budget
-    looked = (np.arange(length)[None] + 1 >= least) & (count >= fewest) & ((count >= least) | out_of_time)
+    looked = (np.arange(length)[None] + 1 >= least) & (units >= fewest) & ((count >= least) | out_of_time)
     stops = looked & (((span >= min_span) & ((above >= need) | (below >= need))) | out_of_time)
     if length >= check.max_rounds:  # the round limit; a recorded grading that ends before it just ends (undecided)
         stops[:, check.max_rounds - 1:] |= looked[:, check.max_rounds - 1:]
@@ -174,13 +213,13 @@ def outcome(grading: Grading, check: Check, *, rule: str = stats.RULE, min_span:
     """Whether ``grading``'s recorded rounds pass ``check`` under ``rule``, or None when they end before the rule stops:
     the record cannot say what the real check, which would have timed more rounds, decided. (A record decided under a
     higher threshold and read at a lower one can end so.)"""
-    passed, stopped = _loop(grading.ratios, grading.seconds, grading.kept, check, rule, min_span)
+    passed, stopped = _loop(grading.ratios, grading.seconds, grading.kept, check, rule, min_span, grading.scale)
     return bool(passed[0]) if stopped[0] else None
 
 
 def decide(grading: Grading, check: Check, *, rule: str = stats.RULE, min_span: float = MIN_SPAN) -> bool:
     """Whether ``grading``'s recorded rounds pass ``check`` under ``rule`` (undecided when they end: a fail)."""
-    return bool(_run(grading.ratios, grading.seconds, grading.kept, check, rule, min_span)[0])
+    return bool(_run(grading.ratios, grading.seconds, grading.kept, check, rule, min_span, grading.scale)[0])
 
 
 def at_threshold(row: dict, nb: dict, *, rule: str = stats.RULE) -> dict | None:
@@ -206,13 +245,14 @@ def simulate(gradings: list[Grading], check: Check, *, rule: str = stats.RULE, v
              seed: int = 0, min_span: float = MIN_SPAN, offsets: np.ndarray | None = None) -> int:
     """How many of ``virtual`` gradings pass: each built from blocks of ``block`` consecutive recorded rounds, every
     block from a grading and a start drawn at random, until the check's round limit (`virtual_rounds`)."""
-    ratios, seconds, kept = virtual_rounds(gradings, check, virtual=virtual, block=block, seed=seed, offsets=offsets)
-    return int(_run(ratios, seconds, kept, check, rule, min_span).sum())
+    ratios, seconds, kept, scale = virtual_rounds(gradings, check, virtual=virtual, block=block, seed=seed, offsets=offsets)
+    return int(_run(ratios, seconds, kept, check, rule, min_span, scale).sum())
 
 
 def virtual_rounds(gradings: list[Grading], check: Check, *, virtual: int = 10_000, block: int = 5, seed: int = 0,
-                   offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rounds of ``virtual`` gradings (rows of ratios, seconds and kept flags, the check's round limit long), each
+                   offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rounds of ``virtual`` gradings (rows of ratios, seconds, kept flags and each round's grading's `Grading.scale`,
+    the check's round limit long), each
     built from blocks of ``block`` consecutive recorded rounds, every block from a grading and a start drawn at random.
     ``offsets``: log ratios, one drawn per virtual grading and added to all its rounds (a grading that sits high or low
     as a whole, `calibrate`)."""
@@ -223,7 +263,7 @@ def virtual_rounds(gradings: list[Grading], check: Check, *, virtual: int = 10_0
     length = check.max_rounds
     blocks = -(-length // block)
     ratios = np.empty((virtual, blocks * block))
-    seconds, kept = np.empty_like(ratios), np.empty(ratios.shape, dtype=bool)
+    seconds, scale, kept = np.empty_like(ratios), np.empty_like(ratios), np.empty(ratios.shape, dtype=bool)
     which = rng.integers(0, len(usable), size=(virtual, blocks))
     for g_index, grading in enumerate(usable):
         rows, columns = np.nonzero(which == g_index)
@@ -236,10 +276,11 @@ def virtual_rounds(gradings: list[Grading], check: Check, *, virtual: int = 10_0
         ratios[rows[:, None], target] = grading.ratios[taken]
         seconds[rows[:, None], target] = grading.seconds[taken]
         kept[rows[:, None], target] = grading.kept[taken]
+        scale[rows[:, None], target] = grading.scale
     if offsets is not None:
         shift = np.exp(np.asarray(offsets, dtype=float)[rng.integers(0, len(offsets), size=virtual)])[:, None]
         ratios, seconds = _stretched(ratios, seconds, shift)
-    return ratios[:, :length], seconds[:, :length], kept[:, :length]
+    return ratios[:, :length], seconds[:, :length], kept[:, :length], scale[:, :length]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -431,10 +472,10 @@ def at_the_threshold(gradings: list[Grading], check: Check, *, rule: str = stats
     centred = [g.moved(float(np.exp(-o))) for g, o in zip(gradings, raw)]
     passes = {}
     for mode, (block, keep_offsets) in (modes or MODES).items():
-        ratios, seconds, kept = virtual_rounds(centred if keep_offsets else gradings, check, virtual=virtual, block=block,
-                                               seed=seed, offsets=offsets if keep_offsets else None)
+        ratios, seconds, kept, scale = virtual_rounds(centred if keep_offsets else gradings, check, virtual=virtual, block=block,
+                                                      seed=seed, offsets=offsets if keep_offsets else None)
         ratios, seconds = _stretched(ratios, seconds, check.threshold / float(np.median(ratios[kept])))
-        passes[mode] = int(_run(ratios, seconds, kept, check, rule, min_span).sum())
+        passes[mode] = int(_run(ratios, seconds, kept, check, rule, min_span, scale).sum())
     return passes
 
 
