@@ -4,8 +4,9 @@ A benchmark, not the shipped loop: a simplified loop (no warm-up, the check's bu
 a drop rule judging each round once against the least CPU wait of three rounds before the loop, the sign confidence
 sequence over blocks of consecutive kept rounds (their median ratio), and a threshold raised for per-grading offsets.
 It prints each design's passes of an answer exactly at a 1.6x threshold, per noise model, and its power 25% above.
-The designs chosen here are then built into `tfperf.timing.paired_rounds` under a new `tfperf.stats.RULE`, where
-`tests/unit/test_dependence.py` holds them. On 2026-12-07, 600 gradings each: blocks of 5 with the drop rule judged once
+The designs chosen here were built into `tfperf.timing.paired_rounds` as rule sign-cs-2 on 2026-12-07 (blocks of
+0.2 s of rounds, `tfperf.stats.blocks`; the drop rule `tfperf_lab.speed.timer.Disturbance`), where
+`tests/unit/test_dependence.py` holds them through the shipped loop; the threshold margin for offsets was not. On 2026-12-07, 600 gradings each: blocks of 5 with the drop rule judged once
 passed iid 1.5%, AR(1) 2.2%, bursts 1.5%, offsets 18.7% (0.3% with the threshold x1.053, blocks of 3); power 100%.
 
     .venv/bin/python benchmarks/rule_designs.py --gradings 600

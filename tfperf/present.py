@@ -41,7 +41,7 @@ def measurement(item, *, outcome: str | None = None, too_few: bool = False) -> s
         outcome: What joins a check's outcome to the line, or None for no outcome: ``": "`` gives ``"...x): passed"``
             (the exports), ``" "`` gives ``"...x) failed"`` (the review list). A line without a threshold has none.
         too_few: Say an interval that too few rounds left unbounded as `tfperf.stats.shown` does ("no 95% interval
-            yet: at least 8 are needed") rather than by its bounds ("95% CI 0.00-infx").
+            yet: at least 8 blocks of 0.2 s of rounds are needed") rather than by its bounds ("95% CI 0.00-infx").
     """
     shown = _stats.shown(item.ci) if too_few else f"{_stats.CONFIDENCE:.0%} CI {_units.interval(*item.ci)}"
     if not item.threshold:

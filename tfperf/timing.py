@@ -360,13 +360,18 @@ def seconds_per_call(call: Callable[[], None], number: int, clock: Callable[[], 
     return (clock() - start) / number
 
 
+def _sized(call, clock, sample_time: float) -> tuple[int, float]:
+    """Calls per sample (about ``sample_time`` of them) and the seconds of one call, the least of three."""
+    one = max(min(seconds_per_call(call, 1, clock) for _ in range(3)), 1e-9)
+    return max(1, min(10**6, round(sample_time / one))), one
+
+
 def _calibrate(call, clock, sample_time: float, number: int | None) -> int:
     if number is not None:
         if number < 1:
             raise ValueError(f"number must be at least 1; got {number}")
         return number
-    one = max(min(seconds_per_call(call, 1, clock) for _ in range(3)), 1e-9)
-    return max(1, min(10**6, round(sample_time / one)))
+    return _sized(call, clock, sample_time)[0]
 
 
 def measure(fn: Callable, *, label: str | None = None, inputs: Sequence | Callable[[int], Any] | None = None, warmup: int = WARMUP,
@@ -452,11 +457,15 @@ class RoundsMeasured:
 def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: float | None, min_rounds: int = CheckOptions.min_rounds,
                   max_rounds: int = CheckOptions.max_rounds, budget: float = CheckOptions.budget, confidence: float = _stats.CONFIDENCE, tolerance: float = TOLERANCE,
                   clock: Callable[[], float] | None = None, keep: Callable[[int], list[bool]] | None = None,
-                  min_span: float = 0.0) -> RoundsMeasured:
+                  min_span: float = 0.0, round_seconds: float | None = None) -> RoundsMeasured:
     """The one measuring loop of the course (the self-check's `compare` and the grader's timer both run it).
 
     ``pair(index)`` runs round ``index`` (both sides, the order alternating with the index) and returns each side's
-    seconds per call. After ``min_rounds`` rounds the median ratio's confidence sequence (`tfperf.stats`) decides
+    seconds per call. The sequence counts blocks of consecutive kept rounds, not single rounds (`tfperf.stats.blocks`,
+    each block's median ratio), because rounds close together are not independent: a block lasts
+    `tfperf.stats.BLOCK_SECONDS` at least, the first one's count of rounds from ``round_seconds``, the seconds the
+    caller expects a round to take (its sizing batches'; None: one round), each later one's from the rounds before it.
+    After ``min_rounds`` rounds the median ratio's confidence sequence (`tfperf.stats`) decides
     (`tfperf.stats.decided`), looked at after every round (the sequence is valid under that many looks): stop when
     it lies wholly above or below ``threshold`` (without one: above ``1 + tolerance``, below its inverse, or inside
     both), the rounds span ``min_span`` seconds, and at least ``min_rounds`` rounds are kept; or when ``budget`` seconds
@@ -464,7 +473,7 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
     ``keep(count)`` says which of the rounds so far count (the grader drops rounds
     a neighbour's burst landed on); all count without it. A dropped round costs no budget: ``budget`` bounds the time
     outside dropped rounds, so a burst cannot run a check out of time (the grader's hard bound still caps it).
-    With a ``threshold`` the loop never stops, for its budget either, before `tfperf.stats.fewest` rounds are kept (8 at
+    With a ``threshold`` the loop never stops, for its budget either, before `tfperf.stats.fewest` blocks are closed (8 at
     95%): stopped earlier it could only report "undecided", which a speed check scores as a fail whatever the answer
     (lesson 07's reference once failed so, its budget spent after 7 slow rounds, and a correct answer with 7 kept of 8).
     Without one (a demonstration) the budget may stop it first and the result says it is undecided.
@@ -475,6 +484,8 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
     # one (a demonstration) undecided is only printed as such, and the lesson's budget keeps its run time.
     least = _stats.fewest(confidence) if threshold is not None else 2
     min_rounds = min(max_rounds, max(min_rounds, least))
+    size = _stats.block_size(round_seconds)
+    gathered, fed = _stats.Blocks(size), []  # the blocks of the kept rounds so far (`tfperf.stats.blocks`)
     clock = clock or _CLOCK
     began = clock()
     samples: tuple[list[float], list[float]] = ([], [])
@@ -494,8 +505,14 @@ def paired_rounds(pair: Callable[[int], tuple[float, float]], *, threshold: floa
         out_of_time = clock() - began - sum(d for d, k in zip(durations, flags) if not k) > budget
         if len(kept) < least or (len(kept) < min_rounds and not out_of_time):
             continue
-        chosen = kept or list(range(index + 1))
-        ci = _stats.confidence_sequence([samples[0][i] / samples[1][i] for i in chosen], confidence)
+        if kept[: len(fed)] != fed:  # a keep rule that changed its mind about a round: gather again from the start
+            gathered, fed = _stats.Blocks(size), []
+        for i in kept[len(fed):]:
+            gathered.add(samples[0][i] / samples[1][i], durations[i])
+        fed = kept
+        if len(gathered.values) < least:
+            continue
+        ci = _stats.confidence_sequence(gathered.values, confidence)
         if out_of_time or (clock() - began >= min_span and _stats.decided(ci, threshold, tolerance)):
             break
     chosen = kept or list(range(len(samples[0])))
@@ -553,7 +570,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
     for _ in range(warmup):
         for side in (0, 1):
             warm[side].append(seconds_per_call(calls[side], 1, clock))
-    numbers = tuple(_calibrate(call, clock, sample_time, None) for call in calls)
+    sized = [_sized(call, clock, sample_time) for call in calls]
+    numbers = tuple(number for number, _ in sized)
 
     def pair(index: int) -> tuple[float, float]:
         seconds = [0.0, 0.0]
@@ -562,7 +580,8 @@ def compare(baseline: Callable, candidate: Callable, *, labels: tuple[str, str] 
         return seconds[0], seconds[1]
 
     rounds = paired_rounds(pair, threshold=threshold, min_rounds=min_rounds, max_rounds=max_rounds, budget=max(0.0, budget - (clock() - began)),
-                           confidence=confidence, tolerance=tolerance, clock=clock)
+                           confidence=confidence, tolerance=tolerance, clock=clock,
+                           round_seconds=sum(number * one for number, one in sized))
     samples, ci = rounds.samples, rounds.ci
     results = tuple(
         TimingResult(labels[side], tuple(samples[side]), numbers[side], tuple(warm[side]), metadata) for side in (0, 1)

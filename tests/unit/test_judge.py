@@ -323,12 +323,37 @@ def test_a_trickled_answer_counts_whole_against_the_batch_deadline():
     thread.join()
 
 
+def _judged(before, rounds, seconds=0.05):
+    disturbance = timer.Disturbance(before)
+    return [disturbance.judge(w, seconds) for w in rounds]
+
+
 def test_rounds_a_burst_landed_on_are_dropped_and_a_steady_load_drops_none():
-    steady = [(0.5, 0.45)] * 12
-    assert all(timer.undisturbed(steady))
+    assert all(_judged([(0.5, 0.45)] * 3, [(0.5, 0.45)] * 12))
     bursty = [(0.02, 0.03)] * 10 + [(0.6, 0.02), (0.01, 0.5)]
-    assert timer.undisturbed(bursty) == [True] * 10 + [False, False]
-    assert all(timer.undisturbed([(None, None)] * 5))
+    assert _judged([(0.02, 0.03)] * 3, bursty) == [True] * 10 + [False, False]
+    assert all(_judged([(None, None)] * 2, [(None, None)] * 5)) and all(_judged([], [(0.9, 0.9)] * 5))
+
+
+def test_a_round_is_judged_once_and_a_long_burst_keeps_none_of_its_rounds():
+    """Against the running median of all rounds (the rule before sign-cs-2) a burst longer than half the rounds so far
+    lifted the median and kept its own rounds, and every earlier round was decided again; here each stays as judged."""
+    disturbance = timer.Disturbance([(0.01, 0.01)] * 3)
+    rounds = [(0.01, 0.01)] * 5 + [(0.7, 0.01)] * 30 + [(0.01, 0.01)] * 5  # 30 rounds of 50 ms: 1.5 s of burst
+    flags = []
+    for waited in rounds:
+        disturbance.judge(waited, 0.05)
+        flags.append(list(disturbance.flags))
+    assert flags[-1] == [True] * 5 + [False] * 30 + [True] * 5
+    assert all(later[: len(earlier)] == earlier for earlier, later in zip(flags, flags[1:]))  # never revised
+
+
+def test_a_load_that_began_after_the_sizing_becomes_the_usual_one_after_rebase_seconds():
+    disturbance = timer.Disturbance([(0.01, 0.01)] * 3)
+    spent = 0.25
+    steps = int(timer.REBASE_SECONDS / spent)
+    flags = [disturbance.judge((0.5, 0.5), spent) for _ in range(steps + 4)]
+    assert flags == [False] * steps + [True] * 4  # the rounds before the change was seen stay dropped
 
 
 def test_the_grader_reads_how_long_a_process_waited_for_a_cpu():

@@ -51,7 +51,7 @@ def test_an_interval_too_few_rounds_left_open_is_said_or_shown_as_its_bounds():
     item = _record((0.0, math.inf))
     assert present.measurement(item) == "speed check handle_is_faster: 2.00x (95% CI 0.00-infx, needs >= 1.6x)"
     assert present.measurement(item, too_few=True) == (
-        "speed check handle_is_faster: 2.00x (no 95% interval yet: at least 8 are needed, needs >= 1.6x)")
+        "speed check handle_is_faster: 2.00x (no 95% interval yet: at least 8 blocks of 0.2 s of rounds are needed, needs >= 1.6x)")
     assert present.measurement(_record(), too_few=True) == present.measurement(_record())  # a bounded interval: the same
 
 
@@ -125,7 +125,7 @@ def test_the_graders_result_lines_and_the_exports_print_the_line_as_before():
     # the exports (and the feedback they carry) say the outcome, and say an open interval in words
     assert [exports.measurement(item) for item in items] == [
         "speed check handle_is_faster: 2.00x (95% CI 1.59-2.40x, needs >= 1.6x): failed",
-        "speed check undecided: 2.00x (no 95% interval yet: at least 8 are needed, needs >= 1.6x): failed",
+        "speed check undecided: 2.00x (no 95% interval yet: at least 8 blocks of 0.2 s of rounds are needed, needs >= 1.6x): failed",
         "measured loop: 1.30x (95% CI 1.20-1.45x)"]
     assert exports.cell_measurements(result, {"speed": ["loop"]}, "speed") == ["measured loop: 1.30x (95% CI 1.20-1.45x)"]
 

@@ -11,17 +11,18 @@ from tfperf import stats, timing
 
 class Rounds:
     """A check whose paired ratios are i.i.d. lognormal around ``median`` (the threshold is 1), on a fake clock: every
-    round takes 10 ms, so a budget of 100 s never stops the loop before its round limit."""
+    round takes ``seconds`` (by default a block's, `stats.BLOCK_SECONDS`: every round is a block of its own), so a
+    budget of 100 s never stops the loop before its round limit."""
 
-    def __init__(self, median: float, sigma: float, seed: int):
+    def __init__(self, median: float, sigma: float, seed: int, seconds: float = stats.BLOCK_SECONDS):
         self.rng = np.random.default_rng(seed)
-        self.median, self.sigma, self.now = median, sigma, 0.0
+        self.median, self.sigma, self.now, self.seconds = median, sigma, 0.0, seconds
 
     def clock(self) -> float:
         return self.now
 
     def pair(self, index: int) -> tuple[float, float]:
-        self.now += 0.01
+        self.now += self.seconds
         ratio = math.exp(self.rng.normal(math.log(self.median), self.sigma))
         return ratio * 1e-3, 1e-3
 
@@ -112,8 +113,8 @@ def test_too_few_rounds_for_an_interval_are_said_so_not_divided_by_zero():
     ticks = iter(range(10**7))
     result = timing.compare(lambda: None, lambda: None, clock=lambda: next(ticks) * 1e-3, min_rounds=3, max_rounds=5)
     assert result.ci == (0.0, math.inf) and result.words == "no measurable difference"
-    assert "no 95% interval yet: 5 rounds, at least 8 are needed" in result.describe()
-    assert "too few rounds to tell" in result.describe() and "at least 8 are needed" in result.summary()
+    assert "no 95% interval yet: 5 rounds, at least 8 blocks of 0.2 s of rounds are needed" in result.describe()
+    assert "too few rounds to tell" in result.describe() and "at least 8 blocks" in result.summary()
     result.plot()
 
 
@@ -123,10 +124,10 @@ def test_a_budget_never_stops_the_loop_before_the_rule_can_decide():
     stop (the minimum forced back down) is undecided on the same rounds, so this test can fail."""
     assert stats.fewest(0.95) == 8 and stats.fewest(0.99) > 8
     for floor, decides in ((stats.fewest, True), (lambda confidence: 2, False)):
-        fake = Rounds(6.0, 0.1, seed=1)  # a clear 6x effect, every round 10 ms
+        fake = Rounds(6.0, 0.1, seed=1)  # a clear 6x effect, every round a block
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(stats, "fewest", floor)
-            measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock)
+            measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=6.5 * stats.BLOCK_SECONDS, clock=fake.clock)
         assert stats.bounded(measured.ci) is decides and (measured.ci[0] >= 2.0) is decides, measured
         assert len(measured.samples[0]) == (8 if decides else 7), measured
 
@@ -136,32 +137,47 @@ def test_a_dropped_round_does_not_let_the_budget_stop_the_loop_short_of_the_rule
     on to 8 kept rounds and decides."""
     fake = Rounds(6.0, 0.1, seed=2)
     all_but_fifth = lambda count: [i != 4 for i in range(count)]  # noqa: E731
-    measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=0.065, clock=fake.clock, keep=all_but_fifth)
+    measured = timing.paired_rounds(fake.pair, threshold=2.0, min_rounds=6, budget=6.5 * stats.BLOCK_SECONDS, clock=fake.clock, keep=all_but_fifth)
     assert measured.dropped == 1 and len(measured.samples[0]) == 8 and measured.ci[0] >= 2.0, measured
 
 
 def test_a_demonstration_without_a_threshold_keeps_its_budget():
     """No threshold, no verdict at stake: the lesson's own budget and min_rounds stop the loop (it says undecided)."""
     fake = Rounds(6.0, 0.1, seed=3)
-    measured = timing.paired_rounds(fake.pair, threshold=None, min_rounds=4, budget=0.045, clock=fake.clock)
+    measured = timing.paired_rounds(fake.pair, threshold=None, min_rounds=4, budget=4.5 * stats.BLOCK_SECONDS, clock=fake.clock)
     assert len(measured.samples[0]) == 5 and not stats.bounded(measured.ci), measured
 
 
-def test_a_block_gathers_a_quarter_second_of_rounds_and_a_long_round_is_a_block_of_its_own():
-    # five rounds of 0.1 s: the first three start in the first quarter second (0, 0.1, 0.2) and close it at 0.3 s; the
-    # next two start in the second (0.3, 0.4) and close it at 0.5 s
-    assert stats.blocks([1.0, 4.0, 2.0, 8.0, 8.0], [0.1] * 5) == pytest.approx([2.0, 8.0])
-    assert stats.blocks([1.0, 4.0, 2.0, 8.0], [0.1] * 4) == pytest.approx([2.0])
-    assert stats.blocks([3.0, 5.0], [1.3, 1.3]) == pytest.approx([3.0, 5.0])  # each longer than a slice: a block each
-    # an even count: the geometric mean of the middle two (1 and 4 -> 2); the open block after it waits
-    assert stats.blocks([1.0, 4.0, 9.0], [0.125, 0.125, 0.01]) == pytest.approx([2.0])
-    assert stats.blocks([1.0, 4.0], [0.1, 0.1], block_seconds=0) == [1.0, 4.0]
+def test_a_block_is_an_odd_count_of_rounds_that_lasts_0_2_s_and_its_value_is_their_median():
+    assert [stats.block_size(t) for t in (0.04, 0.05, 0.1, 0.25, 1.3, None, 0.0)] == [5, 5, 3, 1, 1, 1, 1]
+    assert stats.block_size(0.04, block_seconds=0) == 1  # the rule before sign-cs-2: every round a block
+    assert stats.blocks([1.0, 4.0, 2.0, 8.0, 9.0, 7.0, 5.0], 3) == [2.0, 8.0]  # the seventh round waits for its block
+    assert stats.blocks([3.0, 5.0], 1) == [3.0, 5.0]
+
+
+def test_each_block_s_size_comes_from_the_rounds_before_it():
+    """Rounds that grow from 50 ms to 0.3 s (a graph that grows): the first block has the five rounds the sizing asked
+    for; once the rounds before a block have a median of 0.2 s or more, each round is a block."""
+    seconds = [0.05] * 5 + [0.3] * 10
+    ratios = [1.0, 2.0, 3.0, 4.0, 5.0] + [float(r) for r in range(10, 20)]
+    # after the first block the rounds' median is 50 ms: 5 more; after ten rounds (0.05 x 5, 0.3 x 5) 0.175 s: 3; then
+    # 0.3 s: one round a block
+    assert stats.blocks(ratios, 5, seconds) == [3.0, 12.0, 16.0, 18.0, 19.0]
 
 
 def test_the_median_of_independent_blocks_lies_above_the_rounds_median_half_the_time():
-    """The rule's parameter stays the median ratio: skewed independent rounds, blocks of 3 and of 4."""
+    """The rule's parameter stays the median ratio: strongly skewed independent rounds, blocks of 3 and 5."""
     rng = np.random.default_rng(3)
-    for size in (3, 4):
-        values = np.exp(rng.exponential(1.0, (20_000, size)))  # strongly skewed log ratios; the median is exp(ln 2)
-        medians = [stats.blocks(row, [stats.BLOCK_SECONDS / size + 1e-9] * size)[0] for row in values]
-        assert np.mean(np.array(medians) > 2.0) == pytest.approx(0.5, abs=0.02 if size == 3 else 0.06)
+    for size in (3, 5):
+        values = np.exp(rng.exponential(1.0, 20_000 * size))  # the median is exp(ln 2) = 2
+        assert np.mean(np.array(stats.blocks(values.tolist(), size)) > 2.0) == pytest.approx(0.5, abs=0.015)
+
+
+def test_short_rounds_are_counted_in_blocks_so_a_decision_needs_eight_blocks_of_0_2_s():
+    """Rounds of 50 ms: five make a block, and the clearest effect is decided after 8 blocks, 40 rounds (on single
+    rounds, the rule before sign-cs-2, after 10). Without an expected round time the first block is one round and the
+    rounds before each later one size it: 1 + 7 x 5."""
+    for round_seconds, rounds in ((0.05, 40), (None, 36)):
+        fake = Rounds(6.0, 0.1, seed=4, seconds=0.05)
+        measured = timing.paired_rounds(fake.pair, threshold=2.0, budget=100.0, clock=fake.clock, round_seconds=round_seconds)
+        assert measured.ci[0] >= 2.0 and len(measured.samples[0]) == rounds, (round_seconds, measured)

@@ -117,7 +117,7 @@ def speed_checks(nb: dict) -> dict[str, list[str]]:
     return checks
 
 
-def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None) -> str:
+def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None, rule: str | None = None) -> str:
     """What a speed check's verdict depends on in the instructor's source, as a short hash: the check's test cell and the
     cells the reference process runs before it (tagged ``speed-fixture``), less the stamped setup cell (it only imports
     the course), and the decision rule's version (`tfperf.stats.RULE`). A flake campaign keeps it per row, so a
@@ -125,7 +125,8 @@ def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None)
 
     ``threshold``: the hash the check had when its threshold was this and nothing else differed (`at_threshold`). A row
     measured at another threshold matches it exactly when only the threshold changed since; its kept rounds can then be
-    decided again at today's (`tfperf_lab.speed.replay.at_threshold`)."""
+    decided again at today's (`tfperf_lab.speed.replay.at_threshold`). ``rule``: the hash under another rule's version
+    (a row recorded under an earlier rule measured today's check when it matches: its rounds still are the check's)."""
     import hashlib
 
     from tfperf.stats import RULE
@@ -133,7 +134,7 @@ def check_fingerprint(nb: dict, cell_id: str, *, threshold: float | None = None)
     def text(cell: dict) -> str:
         return at_threshold(source(cell), threshold) if threshold is not None and cell.get("id") == cell_id else source(cell)
 
-    parts = [f"rule {RULE}"] + [text(cell) for cell in nb["cells"]
+    parts = [f"rule {rule or RULE}"] + [text(cell) for cell in nb["cells"]
              if cell.get("id") == cell_id or (FIXTURE_TAG in cell.get("metadata", {}).get("tags", []) and cell.get("id") != "setup")]
     return hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()[:16]
 

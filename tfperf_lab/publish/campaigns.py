@@ -59,20 +59,21 @@ def flake_folder(course) -> pathlib.Path:
     return course.docs / "flake"
 
 
-def measures_today(row: dict, sources: dict[str, dict], *, any_threshold: bool = False) -> bool:
+def measures_today(row: dict, sources: dict[str, dict], *, any_threshold: bool = False, any_rule: bool = False) -> bool:
     """Whether a campaign row measured today's check (its fingerprint, `notebook.check_fingerprint`, which names the
     decision rule) of a lesson in ``sources`` (lesson id -> its source notebook). ``any_threshold``: or today's check
     at the threshold the row records, nothing else changed (what its rounds say holds at any threshold: the reference's
-    margin, a replay at today's)."""
+    margin, a replay at today's). ``any_rule``: or under the rule the row records (its rounds are today's check's, what
+    resampling them says holds under any rule; its verdicts are that rule's)."""
     from ..course import notebook
 
     if row["lesson"] not in sources:
         return False
     nb = sources[row["lesson"]]
-    if row.get("check_source") == notebook.check_fingerprint(nb, row["cell"]):
-        return True
-    return any_threshold and row.get("threshold") is not None and \
-        row.get("check_source") == notebook.check_fingerprint(nb, row["cell"], threshold=row["threshold"])
+    rules = [None] + ([row["rule"]] if any_rule and row.get("rule") else [])
+    thresholds = [None] + ([row["threshold"]] if any_threshold and row.get("threshold") is not None else [])
+    return any(row.get("check_source") == notebook.check_fingerprint(nb, row["cell"], threshold=t, rule=r)
+               for r in rules for t in thresholds)
 
 
 def at_todays_thresholds(campaigns: list[dict], sources: dict[str, dict]) -> list[dict]:

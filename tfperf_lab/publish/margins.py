@@ -5,7 +5,8 @@ lower quantile (`QUANTILE`, the 10th percentile of its gradings' median round ra
 hair on the dev VM fails on a slower CPU. The gradings come from flake campaign records that kept their raw rounds, each
 tied to the machine that ran it: the dev VM's campaigns under docs/flake/, and any other machine's under
 docs/machines/ (the same record, written there by ``tfperf-lab flake ... --machine NAME --out docs/machines/NAME.json``
-on that machine: CI, a learner's laptop, a GPU box). Only rows that measured today's check (its fingerprint) count.
+on that machine: CI, a learner's laptop, a GPU box). Only rows that measured today's check (its fingerprint) count,
+under today's decision rule or the one they were recorded under: a reference's ratios do not depend on the rule.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def collect(course: Course, places: list[pathlib.Path] | None = None) -> list[Ma
         for campaign in campaigns.load_campaigns(folder):
             machine = machine_of(campaign)
             for row in campaign["rows"]:
-                if row["answer"] != "reference" or not row.get("gradings") or not campaigns.measures_today(row, sources, any_threshold=True):
+                if row["answer"] != "reference" or not row.get("gradings") or not campaigns.measures_today(row, sources, any_threshold=True, any_rule=True):
                     continue
                 for name, check in replay.check_settings(sources[row["lesson"]], row["cell"]).items():
                     thresholds[(row["lesson"], name)] = check.threshold

@@ -164,7 +164,7 @@ def graded(course: Course) -> dict:
             continue
         load = f"{campaign['hogs']} busy core{'s' if campaign['hogs'] > 1 else ''}" if campaign.get("hogs") else "bursty neighbours"
         for row in campaign["rows"]:
-            if row["answer"] != "reference" or row.get("measured_by") != "grader" or not flake_campaigns.measures_today(row, sources, any_threshold=True):
+            if row["answer"] != "reference" or row.get("measured_by") != "grader" or not flake_campaigns.measures_today(row, sources, any_threshold=True, any_rule=True):
                 continue
             entry = found.setdefault(row["lesson"], {}).setdefault(row["cell"], {"speedups": [], "loads": set()})
             for grading in row.get("gradings") or []:

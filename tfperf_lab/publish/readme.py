@@ -271,7 +271,8 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
     (``paid_with``), its threshold and the ones before it (``threshold_was``), all read from the instructor's source;
     then, per load, the reference's median and lowest interval bound, and the unoptimized answers' passes and fastest median, from
     the campaigns measured under today's rule and check (`campaigns.measures_today`; a row graded at an earlier
-    threshold says which)."""
+    threshold says which, and a row of today's check under an earlier rule stands in, named, where today's rule has
+    none for that load yet)."""
     import ast
 
     from tfperf import stats
@@ -286,15 +287,20 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
         if not (campaign["hogs"] or campaign.get("bursts")):
             continue
         for row in campaign["rows"]:
-            # the fingerprint names the rule; a row no comparison decided (a forged record, refused) names none
-            if row.get("rule") == stats.RULE and campaigns.measures_today(row, sources, any_threshold=True):
+            # the fingerprint names the rule; a row no comparison decided (a forged record, refused) names none. Rows of
+            # today's check under an earlier rule stand in, named, where today's rule has none for that load yet.
+            if row.get("rule") and campaigns.measures_today(row, sources, any_threshold=True, any_rule=True):
                 found.setdefault((row["lesson"], row["cell"]), []).append((load_of(campaign), row))
+    for key, rows in found.items():
+        today_loads = {load for load, row in rows if row["rule"] == stats.RULE}
+        found[key] = [(load, row) for load, row in rows if row["rule"] == stats.RULE or load not in today_loads]
     loads = sorted({load for rows in found.values() for load, _ in rows})
     lines = ["| lesson | speed check (test cell) | what it times | its points also need | threshold | "
              + " | ".join(f"reference, {load}: median (lowest bound)" for load in loads)
              + " | unoptimized answers: passed / gradings; fastest median |",
              "|---|---|---|---|---|" + "---|" * len(loads) + "---|"]
-    at = lambda row, today: "" if abs(row["threshold"] - today) < 1e-9 else f", graded at {row['threshold']:g}x"  # noqa: E731
+    at = lambda row, today: ("" if abs(row["threshold"] - today) < 1e-9 else f", graded at {row['threshold']:g}x") + (  # noqa: E731
+        "" if row["rule"] == stats.RULE else f", rule {row['rule']}")
     for lesson in course.lessons:
         nb = sources[lesson.id]
         thresholds = figures.thresholds_of(nb)
@@ -335,16 +341,16 @@ def checks_block(course: Course, folder: pathlib.Path | None = None) -> str:
 
 
 def _replayable(course: Course, folder: pathlib.Path | None) -> tuple[list[dict], dict[str, dict]]:
-    """The campaigns' rows that kept their rounds, measured under today's rule and check (at its threshold or
-    another, `campaigns.measures_today`), and the lessons' source notebooks."""
-    from tfperf import stats
-
+    """The campaigns' rows that kept their rounds of today's check (at its threshold or another, under today's rule or
+    the one they were recorded under: `campaigns.measures_today`), and the lessons' source notebooks. Recorded rounds
+    are the check's whatever rule stopped them: resampled, they say what any rule does; only the recorded gradings'
+    own verdicts are their rule's (`tfperf_lab.speed.replay.replay` decides those again only under it)."""
     from . import campaigns
 
     sources = {lesson.id: lesson.source_notebook() for lesson in course.lessons}
     found = []
     for campaign in campaigns.load_campaigns(folder or flake_folder(course)):
-        rows = [r for r in campaign["rows"] if r.get("gradings") and r.get("rule") == stats.RULE and campaigns.measures_today(r, sources, any_threshold=True)]
+        rows = [r for r in campaign["rows"] if r.get("gradings") and campaigns.measures_today(r, sources, any_threshold=True, any_rule=True)]
         if rows:
             found.append(campaign | {"rows": rows})
     return found, sources
@@ -367,14 +373,21 @@ def replay_block(course: Course, folder: pathlib.Path | None = None) -> str:
     aside = ([f"Left out: {'; '.join(elsewhere)}. Every timing passed it and the cell's deterministic checks failed it every "
               "time (0 points): the timing is not what stops it, so it is no error of the rule.", ""] if elsewhere else [])
     worst = max(rows, key=lambda r: r.wrong_upper)
-    real = max(rows, key=lambda r: r.recorded_upper)
+    own = [r for r in rows if r.recorded]
+    if own:
+        real = max(own, key=lambda r: r.recorded_upper)
+        said = (f"The real gradings under it alone bound each wrong outcome's rate below {upper(real.recorded_upper, '.1%')} "
+                f"(the loosest row: {real.recorded_wrong} of {real.recorded}, one-sided 95%): that is what {real.recorded} "
+                f"gradings can say; {len(rows) - len(own)} rows have no real grading under it yet, only rounds recorded under "
+                "an earlier rule.")
+    else:
+        said = ("No real grading has run under it yet: every row's rounds were recorded under an earlier rule, and only "
+                "resampling them says what this rule does.")
     return "\n".join(replay.table(rows) + [""] + aside + [
-        f"Rule `{stats.RULE}`, {len(rows)} checks x answers x loads. The real gradings alone bound each wrong outcome's "
-        f"rate below {upper(real.recorded_upper, '.1%')} (the loosest row: {real.recorded_wrong} of {real.recorded}, one-sided "
-        f"95%): that is what {real.recorded} gradings can say. The 10,000 virtual gradings each (blocks of 5 rounds) put the highest "
+        f"Rule `{stats.RULE}`, {len(rows)} checks x answers x loads. {said} The 10,000 virtual gradings each (blocks of 5 rounds) put the highest "
         f"bound at {upper(worst.wrong_upper, '.3%')} ({worst.lesson[:2]} `{worst.name}`, {worst.answer.replace('_', ' ')}, "
         f"{worst.load}), but only as far as resampling blocks of recorded rounds is faithful, and the calibration below "
-        "shows it is not yet: read the virtual column as the rule's error on these rounds, not as a proof."])
+        "says how far that is: read the virtual column as the rule's error on these rounds, not as a proof."])
 
 
 @functools.lru_cache(maxsize=4)

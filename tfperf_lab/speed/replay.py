@@ -156,42 +156,48 @@ def _run(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check
     return _loop(ratios, seconds, kept, check, rule, min_span, scale)[0]
 
 
-def _units(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, threshold: float,
-           block_seconds: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _units(ratios: np.ndarray, kept: np.ndarray, threshold: float, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row and round, the units the rule has counted by the end of that round: how many, how many lie at or above
-    ``threshold`` and how many below. A unit is a kept round, or with ``block_seconds`` a closed block of kept rounds
-    (`tfperf.stats.blocks`: the same slices of running time, its median ratio; ``seconds`` unscaled)."""
-    if block_seconds <= 0:
+    ``threshold`` and how many below. A unit is a closed block of ``size`` consecutive kept rounds, by its median ratio
+    (`tfperf.stats.blocks`; ``size`` 1: every kept round)."""
+    if size <= 1:
         return (np.cumsum(kept, axis=1), np.cumsum((ratios >= threshold) & kept, axis=1),
                 np.cumsum((ratios < threshold) & kept, axis=1))
     rows, length = ratios.shape
-    spent = np.where(kept, seconds, 0.0)
-    end = np.cumsum(spent, axis=1)
-    closes = kept & (np.floor(end / block_seconds) > np.floor((end - spent) / block_seconds))
-    ordinal = np.cumsum(closes, axis=1) - closes  # the block each kept round belongs to: the closes before it
-    segment = (np.arange(rows)[:, None] * (length + 1) + ordinal)[kept]
-    logs = np.log(ratios)[kept]
-    order = np.lexsort((logs, segment))  # each block's rounds together, in order of size
-    segment, logs = segment[order], logs[order]
+    count = np.cumsum(kept, axis=1)
+    closes = kept & (count % size == 0)
+    segment = (np.arange(rows)[:, None] * (length + 1) + (count - 1) // size)[kept]
+    order = np.lexsort((ratios[kept], segment))  # each block's rounds together, in order of size
+    segment, values = segment[order], ratios[kept][order]
     starts = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
     sizes = np.diff(np.r_[starts, len(segment)])
-    medians = (logs[starts + (sizes - 1) // 2] + logs[starts + sizes // 2]) / 2
-    closing = (np.arange(rows)[:, None] * (length + 1) + ordinal)[closes]  # the block each closing round closes
+    full = sizes == size
+    medians = values[starts[full] + size // 2]
+    closing = (np.arange(rows)[:, None] * (length + 1) + (count - 1) // size)[closes]  # the block each closing round closes
     above = np.zeros_like(closes)
-    above[closes] = medians[np.searchsorted(segment[starts], closing)] >= np.log(threshold)
+    above[closes] = medians[np.searchsorted(segment[starts[full]], closing)] >= threshold
     return np.cumsum(closes, axis=1), np.cumsum(above, axis=1), np.cumsum(closes & ~above, axis=1)
+
+
+def block_size(seconds: np.ndarray, kept: np.ndarray, rule: str) -> int:
+    """Rounds per block under ``rule`` for a check whose rounds took ``seconds`` (unscaled): `tfperf.stats.block_size`
+    of their median, as the grader's sizing batches would have expected."""
+    chosen = seconds[kept] if kept.any() else seconds.ravel()
+    return stats.block_size(float(np.median(chosen)) if chosen.size else None, RULES[rule].block_seconds)
 
 
 def _loop(ratios: np.ndarray, seconds: np.ndarray, kept: np.ndarray, check: Check, rule: str,
           min_span: float, scale: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The rule's loop on many sequences at once (rows): where it passed, and where it stopped at all (a decision, the
     budget or the round limit) before the rounds ran out. ``seconds`` include each grading's overhead (the budget's and
-    the span's time); divided by ``scale`` they are the rounds' own time (the blocks')."""
+    the span's time); divided by ``scale`` they are the rounds' own time, whose median sizes the blocks (`block_size`;
+    the real loop sizes each block from the rounds before it, which comes to the same for rounds as steady as a check's
+    recorded ones)."""
     if ratios.ndim == 1:
         ratios, seconds, kept = ratios[None], seconds[None], kept[None]
     rows, length = ratios.shape
     table = _needed_table(rule, round(1 - check.confidence, 12), length)
-    units, above, below = _units(ratios, seconds / scale, kept, check.threshold, RULES[rule].block_seconds)
+    units, above, below = _units(ratios, kept, check.threshold, block_size(seconds / scale, kept, rule))
     count = np.cumsum(kept, axis=1)
     spent = np.cumsum(np.where(kept, seconds, 0.0), axis=1)  # a dropped round costs no budget (`paired_rounds`)
     span = np.cumsum(seconds, axis=1)
@@ -298,6 +304,7 @@ class Replayed:
     virtual: int
     virtual_wrong: int
     measured_at: float | None = None  # the threshold the campaign graded at, when it was another (`at_threshold`)
+    recorded_under: str | None = None  # the rule the real gradings ran under, when it was another: their verdicts are its
 
     @property
     def wrong_upper(self) -> float:
@@ -308,8 +315,8 @@ class Replayed:
     @property
     def recorded_upper(self) -> float:
         """Upper bound of the wrong-outcome rate from the real gradings alone, one-sided 95%: 0 of 20 bounds it below
-        13.9%, whatever the virtual ones say."""
-        return stats.clopper_pearson(self.recorded_wrong, self.recorded, 0.90)[1]
+        13.9%, whatever the virtual ones say (1 when none ran under the rule replayed: they bound nothing)."""
+        return stats.clopper_pearson(self.recorded_wrong, self.recorded, 0.90)[1] if self.recorded else 1.0
 
     @property
     def kind(self) -> str:
@@ -347,11 +354,15 @@ def replay(campaigns: Iterable[dict], sources: dict[str, dict], *, rule: str = s
                     continue
                 gradings = [Grading.of(g) for g in recorded]
                 should_pass = row["answer"] == "reference"
-                recorded_wrong = sum(decide(g, check, rule=rule) != should_pass for g in gradings)
+                # the real gradings' verdicts are their own rule's: decided again only under it (their rounds end where
+                # it stopped them, before another rule might have)
+                own = row.get("rule") == rule
+                recorded_wrong = sum(decide(g, check, rule=rule) != should_pass for g in gradings) if own else 0
                 passes = simulate(gradings, check, rule=rule, virtual=virtual, block=block, seed=seed)
                 measured_at = row.get("threshold") if row.get("threshold") not in (None, check.threshold) else None
                 out.append(Replayed(row["lesson"], row["cell"], name, row["answer"], load_of(campaign), check.threshold,
-                                    len(gradings), recorded_wrong, virtual, virtual - passes if should_pass else passes, measured_at))
+                                    len(gradings) if own else 0, recorded_wrong, virtual, virtual - passes if should_pass else passes,
+                                    measured_at, None if own else row.get("rule")))
     return out
 
 
@@ -364,8 +375,10 @@ def table(rows: list[Replayed]) -> list[str]:
     lines = ["| lesson | check | answer | load | threshold | recorded: wrong / gradings | upper bound (95%) | "
              "virtual: wrong / gradings | upper bound (95%) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x{_measured_at(r)} | {r.recorded_wrong} / {r.recorded} | "
-                     f"{upper(r.recorded_upper, '.1%')} | {r.virtual_wrong} / {r.virtual} ({r.kind}) | {upper(r.wrong_upper, '.3%')} |")
+        real = ((f"{r.recorded_wrong} / {r.recorded} | {upper(r.recorded_upper, '.1%')}") if r.recorded else
+                f"none yet (rounds from `{r.recorded_under}`) | -")
+        lines.append(f"| {r.lesson[:2]} | {r.name} | {r.answer} | {r.load} | {r.threshold:g}x{_measured_at(r)} | {real} | "
+                     f"{r.virtual_wrong} / {r.virtual} ({r.kind}) | {upper(r.wrong_upper, '.3%')} |")
     return lines
 
 

@@ -5,7 +5,7 @@ rounds are not independent.
 fair coin to lie above the true median. Real rounds are not like that (issue 53: a runs test on the campaigns' kept rounds
 gave z = -16.5): a neighbour's burst lasts several rounds, a machine drifts, and a grading has an offset of its own.
 This module runs the loop the grader runs (`tfperf.timing.paired_rounds`, with the grader's drop rule
-`tfperf_lab.speed.timer.undisturbed` reading each batch's CPU wait, its `MIN_SPAN` and a check's budget) on rounds drawn
+`tfperf_lab.speed.timer.Disturbance` reading each batch's CPU wait, its `MIN_SPAN` and a check's budget) on rounds drawn
 from those noise models, at a true median ratio EQUAL to the threshold, and counts passes: every one is a false pass.
 A sound rule passes at most 2.5% (the lower side of a 95% interval) plus sampling error; `tests/unit/test_dependence.py`
 holds each scenario to it.
@@ -26,7 +26,7 @@ import numpy as np
 
 from tfperf import stats, timing
 
-from .timer import MIN_SPAN, undisturbed
+from .timer import MIN_SPAN, Disturbance
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,22 +87,29 @@ def rounds(scenario: Scenario, setting: Setting, rng: np.random.Generator):
     return baseline, candidate, waits
 
 
+BEFORE = 3  # batches the grader times before the loop (warm-up, sizing), whose CPU waits are its usual ones
+
+
 def grading(scenario: Scenario, rng: np.random.Generator, setting: Setting = Setting()) -> bool:
-    """One simulated grading through `tfperf.timing.paired_rounds` with the grader's drop rule: True when it passed."""
-    baseline, candidate, waits = rounds(scenario, setting, rng)
+    """One simulated grading through `tfperf.timing.paired_rounds` with the grader's drop rule (`Disturbance`, its usual
+    waits from `BEFORE` batches drawn ahead of the loop, under the same noise): True when it passed."""
+    baseline, candidate, waits = rounds(scenario, dataclasses.replace(setting, max_rounds=setting.max_rounds + BEFORE), rng)
+    disturbance = Disturbance(waits[:BEFORE])
+    sized = float(np.median(baseline[:BEFORE] + candidate[:BEFORE]))  # the grader's sizing batches: a round's seconds
+    baseline, candidate, waits = baseline[BEFORE:], candidate[BEFORE:], waits[BEFORE:]
     now = [0.0]
-    seen: list = []
 
     def clock() -> float:
         return now[0]
 
     def pair(index: int) -> tuple[float, float]:
         now[0] += baseline[index] + candidate[index]
-        seen.append(waits[index])
+        disturbance.judge(waits[index], float(baseline[index] + candidate[index]))
         return float(baseline[index]), float(candidate[index])
 
     measured = timing.paired_rounds(pair, threshold=setting.threshold, min_rounds=setting.min_rounds, max_rounds=setting.max_rounds,
-                                  budget=setting.budget, clock=clock, keep=lambda count: undisturbed(seen[:count]), min_span=MIN_SPAN)
+                                  budget=setting.budget, clock=clock, keep=lambda count: disturbance.flags[:count], min_span=MIN_SPAN,
+                                  round_seconds=sized)
     return stats.bounded(measured.ci) and measured.ci[0] > setting.threshold
 
 

@@ -6,9 +6,9 @@ batch. The learner's kernel answers it first, each call's inputs drawn after the
 generator (`tfperf.link`); the reference then runs the baseline on the same inputs in the same order, the learner's
 sandbox frozen meanwhile, and every call's output digests must match. Each batch is timed from request to the last
 byte of its answer with this process's clock, under one deadline, and the check as a whole has a hard bound (its
-budget plus `GRACE`). A round in which either side waited for a CPU much longer than it usually does (`undisturbed`)
-is not used. The rounds run in `tfperf.timing.paired_rounds`, the learner's self-check's loop and decision rule. A
-process of its own, because a thread of the grading process would share the interpreter's lock with everything else
+budget plus `GRACE`). A round in which either side waited for a CPU much longer than it usually does (`Disturbance`,
+each round judged once) is not used. The rounds run in `tfperf.timing.paired_rounds`, the learner's self-check's loop
+and decision rule, on blocks of rounds sized from the sizing batches (`Rounds.calibrated`). A process of its own, because a thread of the grading process would share the interpreter's lock with everything else
 that process does (another worker's nbgrader steps, a feedback page), and that wait would land on whichever batch it
 happened to hit.
 """
@@ -42,6 +42,7 @@ CHECKED_CALLS = 4  # calls the reference spot-checks, untimed, in a batch the le
 MIN_SPAN = 1.0  # seconds the timed rounds span at least, so one burst of a neighbour cannot cover a whole decision
 CALIBRATIONS = 3  # batches at most that correct the batch size the single calls gave (`Rounds.calibrated`)
 DISTURBED = 0.10  # a batch whose side waited for a CPU this much longer (share of its time) than that side usually does
+REBASE_SECONDS = 5.0  # consecutive disturbed rounds that make a new usual wait (`Disturbance`): bursts last far less
 
 
 class Failed(Exception):
@@ -165,20 +166,37 @@ def run_delay(pid: int) -> float | None:
     return total / 1e9 if found else None
 
 
-def undisturbed(waits: list[tuple[float | None, float | None]]) -> list[bool]:
-    """Which rounds to keep: a round is dropped when either side's batch waited for a CPU more than `DISTURBED` of its
-    time beyond that side's median wait. A steady load (a spinner on every core) raises every batch's wait alike and
-    drops nothing; a burst that lands on some batches drops those."""
-    keep = [True] * len(waits)
-    for side in (0, 1):
-        values = [w[side] for w in waits if w[side] is not None]
-        if not values:
-            continue
-        usual = statistics.median(values)  # as np.median, a tenth of its time on a short list (the loop calls this every round)
-        for index, w in enumerate(waits):
-            if w[side] is not None and w[side] > usual + DISTURBED:
-                keep[index] = False
-    return keep
+class Disturbance:
+    """Which rounds to keep, each judged once, when it arrives, and never again: a round is dropped when either side's
+    batch waited for a CPU more than `DISTURBED` of its time beyond that side's usual wait, the median of the batches
+    timed before the loop (the warm-up and the sizing batches, `Rounds.calibrated`). A steady load raises every batch's wait alike and drops nothing; a burst
+    that lands on some batches drops those, however long it lasts. (The rule before sign-cs-2 compared every round
+    with the running median of all rounds, and decided every earlier round again each time: a burst longer than half
+    the rounds so far lifted the median and kept all of its rounds.) Only when `REBASE_SECONDS` of consecutive rounds
+    are all disturbed has the machine changed (a load that began after the sizing): their median wait becomes the usual
+    one for the rounds after them; they stay dropped."""
+
+    def __init__(self, before: list[tuple[float | None, float | None]]):
+        self.usual = [_median([w[side] for w in before if w[side] is not None]) for side in (0, 1)]
+        self.flags: list[bool] = []
+        self._run: list[tuple[tuple[float | None, float | None], float]] = []
+
+    def judge(self, waited: tuple[float | None, float | None], seconds: float) -> bool:
+        """Whether the round just timed (both sides' CPU wait shares, its seconds) is kept; recorded in ``flags``."""
+        ok = all(w is None or u is None or w <= u + DISTURBED for w, u in zip(waited, self.usual))
+        if ok:
+            self._run = []
+        else:
+            self._run.append((waited, seconds))
+            if sum(spent for _, spent in self._run) >= REBASE_SECONDS:
+                self.usual = [_median([w[side] for w, _ in self._run if w[side] is not None]) for side in (0, 1)]
+                self._run = []
+        self.flags.append(ok)
+        return ok
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def matches(a: list, b: list, rtol: float, atol: float) -> bool:
@@ -209,6 +227,7 @@ class Rounds:
                  grace: float = GRACE):
         self.reference, self.candidate, self.options, self.freezer = reference, candidate, options, freezer
         self.bound = options.budget + grace  # the check's hard bound, from its first request
+        self.round_seconds: float | None = None  # both sides' seconds per call in the last sizing batch (`calibrated`)
         self.deadline = time.monotonic() + self.bound
 
     def _left(self, what: str) -> float:
@@ -277,14 +296,17 @@ class Rounds:
                              f"{index + 1} of a batch: digest {np.round(np.asarray(got, dtype=float)[:3], 6).tolist()} against "
                              f"{np.round(np.asarray(want, dtype=float)[:3], 6).tolist()})")
 
-    def calibrated(self, calls: int) -> int:
+    def calibrated(self, calls: int, waits: list | None = None) -> int:
         """Batch size, corrected on batches of the size the single calls gave (not used for the verdict). A single call's
         time includes the batch's messaging and, for the baseline, freezing the learner's sandbox: for calls of tens of
         microseconds that overhead is most of it, and batches sized on it ran 1-4 ms, which one time slice of a neighbour
         on the core could double (lesson 01's check, both cores busy: 3 of 30 references failed). The size only grows,
         and only when a batch says the estimate was off by more than half: calls that take milliseconds keep theirs."""
         for _ in range(CALIBRATIONS):
-            b, c, _ = self.pair(secrets.randbits(62), calls)
+            b, c, waited = self.pair(secrets.randbits(62), calls)
+            if waits is not None:
+                waits.append(waited)
+            self.round_seconds = (b + c) / calls  # a round's seconds per call: the blocks' size comes from it
             resized = batch_calls(min(b, c) / calls, max(b, c) / calls, self.options.sample_time)
             if resized <= calls * 1.5:
                 break
@@ -294,25 +316,32 @@ class Rounds:
     def run(self) -> dict:
         """Warm-up, one call of each side to size the batches (`calibrated` corrects the size), then paired rounds until the interval of the kept rounds'
         ratios decides the threshold, the rounds span at least `MIN_SPAN` and there are at least ``min_rounds`` kept
-        rounds, or the budget runs out. Rounds a burst disturbed (`undisturbed`) are measured but not used."""
+        rounds, or the budget runs out. Rounds a burst disturbed (`Disturbance`, each judged once against the waits of
+        the batches before the loop) are measured but not used."""
         options, began = self.options, time.perf_counter()
         warm = ([], [])
+        before: list[tuple[float | None, float | None]] = []  # the CPU waits of the warm-up and sizing batches
         if options.warmup:
-            b, c, _ = self.pair(secrets.randbits(62), options.warmup)
+            b, c, waited = self.pair(secrets.randbits(62), options.warmup)
             warm = ([b / options.warmup], [c / options.warmup])
-        singles = [self.pair(secrets.randbits(62), 1) for _ in range(2)]
+            before.append(waited)
+        singles = [self.pair(secrets.randbits(62), 1) for _ in range(2)]  # too short for a wait share that means much
         per_b, per_c = min(s[0] for s in singles), min(s[1] for s in singles)
-        calls = self.calibrated(batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time))
+        calls = self.calibrated(batch_calls(min(per_b, per_c), max(per_b, per_c), options.sample_time), before)
+        disturbance = Disturbance(before)
         waits: list[tuple[float | None, float | None]] = []
 
         def pair(index: int) -> tuple[float, float]:
+            started = time.perf_counter()
             b, c, waited = self.pair(secrets.randbits(62), calls)
             waits.append(waited)
+            disturbance.judge(waited, time.perf_counter() - started)
             return b / calls, c / calls
 
         rounds = timing.paired_rounds(pair, threshold=options.threshold, min_rounds=options.min_rounds, max_rounds=options.max_rounds,
                                       budget=max(0.0, options.budget - (time.perf_counter() - began)), confidence=options.confidence,
-                                      clock=time.perf_counter, keep=lambda count: undisturbed(waits[:count]), min_span=MIN_SPAN)
+                                      clock=time.perf_counter, keep=lambda count: disturbance.flags[:count], min_span=MIN_SPAN,
+                                      round_seconds=self.round_seconds * calls if self.round_seconds else None)
         return {"samples": rounds.samples, "warm": warm, "calls": calls, "ci": rounds.ci, "elapsed": time.perf_counter() - began,
                 "discarded": rounds.dropped, "dropped": [list(d) for d in rounds.rounds_dropped], "waits": [list(w) for w in waits]}
 
