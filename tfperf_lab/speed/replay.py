@@ -19,8 +19,8 @@ seconds per call, kept and dropped rounds in order, calls per batch, the seconds
 
 Time in a virtual grading is each round's batch time (calls x both sides' seconds per call), scaled by how much longer
 the recorded grading took in all than its rounds did (warm-up, calibration, messaging), so the budget binds as it did.
-Rules are "count" rules over the kept rounds' ratios: pass when at least ``needed(n)`` of ``n`` ratios reach the
-threshold, fail when as many fall below it (`RULES`). A threshold change or a new rule is evaluated here in minutes;
+Rules are "count" rules over units of kept rounds, single rounds or blocks of them (`Rule`, `tfperf.stats.blocks`):
+pass when at least ``needed(n)`` of ``n`` units reach the threshold, fail when as many fall below it (`RULES`). A threshold change or a new rule is evaluated here in minutes;
 a real campaign confirms it.
 """
 
