@@ -26,8 +26,8 @@ autocorrelation of 0.16 under 40 ms, about 0 from 0.15 s), and on single rounds 
 before" fails: replay's calibration (`tfperf_lab.speed.replay.calibrate`) moved the campaigns' recorded rounds onto
 their thresholds and, resampled in blocks of 5 rounds, single rounds passed 3.8% on average (16 of 39 checks x loads
 at or below 2.5%). The sign test therefore counts blocks of consecutive kept rounds that last `BLOCK_SECONDS` together,
-each once, by its median (an odd count, fixed before the loop: a block's median lies above the rounds' median half the
-time, so the parameter is still the median ratio).
+each once, by its median (an odd count, fixed before the block's first round: a block's median lies above the rounds'
+median half the time, so the parameter is still the median ratio).
 
 What it does not promise: a grading that sits high or low as a whole (an offset of its own, beyond its rounds' noise)
 is one draw, and no rule inside one grading can see it; docs/grading.md says how large the campaigns' offsets are and
@@ -41,9 +41,9 @@ Introduced in lesson 01; lesson 10's rubric states the words.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
+import statistics
 from fractions import Fraction
 from typing import Sequence
 
@@ -117,19 +117,17 @@ class Blocks:
         self.size, self.adapts = max(1, int(size)), sized_by_rounds
         self.values: list[float] = []
         self._open: list[float] = []
-        self._seconds: list[float] = []  # every round's seconds so far, sorted (the median sizes the next block)
+        self._seconds: list[float] = []  # every round's seconds so far (their median sizes the next block)
 
     def add(self, ratio: float, seconds: float | None = None) -> None:
         self._open.append(float(ratio))
         if seconds is not None:
-            bisect.insort(self._seconds, float(seconds))
+            self._seconds.append(float(seconds))
         if len(self._open) == self.size:
             self.values.append(sorted(self._open)[self.size // 2])
             self._open = []
             if self.adapts and self._seconds:
-                n = len(self._seconds)
-                middle = self._seconds[n // 2] if n % 2 else (self._seconds[n // 2 - 1] + self._seconds[n // 2]) / 2
-                self.size = block_size(middle)
+                self.size = block_size(statistics.median(self._seconds))
 
 
 def blocks(ratios: Sequence[float], size: int, seconds: Sequence[float] | None = None) -> list[float]:
